@@ -1,0 +1,332 @@
+/*
+ * worker-orcd plugin SDK — the C ABI between the host and its plugins.
+ *
+ * Why C: plugins may be built by other compilers, at other times, against other standard
+ * libraries than the host. Nothing here is a C++ type; no exception, allocator or std:: object
+ * crosses this boundary. Every call returns a wo_status; the text of the last failure is fetched
+ * from the instance (or, for stateless codecs, from the calling thread).
+ *
+ * Versioning: WORKER_SDK_ABI_MAJOR must match exactly; MINOR is additive (new fields are appended
+ * to structs, new function pointers are appended to vtables). Every struct that crosses the
+ * boundary begins with `struct_size` so each side can tell which fields the other one knows:
+ * read a field only when `struct_size >= offsetof(field) + sizeof(field)` (WO_HAS_FIELD).
+ *
+ * Entry: every plugin exports exactly one symbol, `worker_plugin_entry`, in the ELF section
+ * WORKER_PLUGIN_SECTION (sdk.hpp's WORKER_PLUGIN macro does this with Boost.DLL), so the host can
+ * list candidates without running their code. The host calls it with its ABI version; the plugin
+ * returns its descriptor, or NULL when it cannot work with that host.
+ */
+#ifndef WORKER_SDK_H
+#define WORKER_SDK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WORKER_SDK_ABI_MAJOR 1u
+#define WORKER_SDK_ABI_MINOR 0u
+
+/* The exported entry's name and the ELF section that lists it. */
+#define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
+#define WORKER_PLUGIN_SECTION_NAME "worker"
+
+/* True when a struct of (claimed) size `sz` contains member `field` of type `T`. */
+#define WO_HAS_FIELD(T, sz, field) ((size_t)(sz) >= offsetof(T, field) + sizeof(((T *)0)->field))
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------- */
+typedef int32_t wo_status;
+#define WO_OK 0
+#define WO_ERR_INVALID_ARGUMENT 1 /* a caller-supplied value is out of range */
+#define WO_ERR_NOT_FOUND 2        /* key, tensor or id absent */
+#define WO_ERR_TYPE_MISMATCH 3    /* metadata value of another type than asked */
+#define WO_ERR_UNSUPPORTED 4      /* valid request this plugin does not implement */
+#define WO_ERR_OUT_OF_MEMORY 5    /* device (VRAM) allocation failed; the job may be retried */
+#define WO_ERR_BUFFER_TOO_SMALL 6 /* output capacity too small; the needed size is reported */
+#define WO_ERR_CUDA 7             /* a CUDA or cuBLAS call failed */
+#define WO_ERR_FORMAT 8           /* model / tokenizer data is malformed */
+#define WO_ERR_IO 9               /* a file could not be read */
+#define WO_ERR_INTERNAL 10        /* a bug: an invariant was violated */
+#define WO_ERR_NO_DEVICE 11       /* a device operation was asked on a host without a GPU */
+
+/* ---------------------------------------------------------------------------------------------
+ * Plugin kinds, log levels, data types
+ * ------------------------------------------------------------------------------------------- */
+typedef int32_t wo_plugin_kind;
+#define WO_PLUGIN_ARCHITECTURE 1
+#define WO_PLUGIN_QUANT 2
+#define WO_PLUGIN_TOKENIZER 3
+
+typedef int32_t wo_log_level;
+#define WO_LOG_DEBUG 0
+#define WO_LOG_INFO 1
+#define WO_LOG_WARN 2
+#define WO_LOG_ERROR 3
+
+/* Element type of activations (device buffers that are not weights). */
+typedef int32_t wo_dtype;
+#define WO_DTYPE_F32 0
+#define WO_DTYPE_F16 1
+#define WO_DTYPE_I32 2
+
+/* Kinds of device memory, for the host's VRAM accounting. */
+typedef int32_t wo_vram_kind;
+#define WO_VRAM_WEIGHTS 0
+#define WO_VRAM_KV_CACHE 1
+#define WO_VRAM_SCRATCH 2
+
+/* GGUF metadata value types; the numbers are GGUF's own. */
+typedef int32_t wo_value_type;
+#define WO_VALUE_U8 0
+#define WO_VALUE_I8 1
+#define WO_VALUE_U16 2
+#define WO_VALUE_I16 3
+#define WO_VALUE_U32 4
+#define WO_VALUE_I32 5
+#define WO_VALUE_F32 6
+#define WO_VALUE_BOOL 7
+#define WO_VALUE_STRING 8
+#define WO_VALUE_ARRAY 9
+#define WO_VALUE_U64 10
+#define WO_VALUE_I64 11
+#define WO_VALUE_F64 12
+
+/* A byte string; not necessarily NUL-terminated. */
+typedef struct wo_str {
+  const char *data;
+  uint64_t len;
+} wo_str;
+
+/* A metadata value. Scalars are widened: integer types and BOOL fill both `i64` and `u64`
+ * (`is_negative` tells whether the u64 view is meaningful), F32/F64 fill `f64`. Strings fill
+ * `str`. Arrays fill `array_type`/`array_len`; numeric arrays also `array_data` (elements packed
+ * little-endian exactly as stored in the file, possibly unaligned); string arrays are read element
+ * by element with wo_host.meta_array_str. Pointers stay valid for the life of the model. */
+typedef struct wo_value {
+  uint32_t struct_size;
+  wo_value_type type;
+  int64_t i64;
+  uint64_t u64;
+  int32_t is_negative;
+  double f64;
+  wo_str str;
+  wo_value_type array_type;
+  uint64_t array_len;
+  const void *array_data;
+} wo_value;
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensors: a weight owned by the host. `data` is the device copy (NULL on a host without a device
+ * or before upload); `host_data` the bytes in the memory-mapped file (valid while the model is
+ * loaded). ne[0] is the row length (GGUF order); nb1 is the byte stride between rows.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_tensor {
+  uint32_t struct_size;
+  uint32_t ggml_type;
+  const char *name;
+  uint32_t n_dims;
+  int64_t ne[4];
+  uint64_t nbytes;
+  uint64_t nb1;
+  void *data;
+  const void *host_data;
+} wo_tensor;
+
+/* ---------------------------------------------------------------------------------------------
+ * Host services: what the host offers every plugin instance. Device members are NULL / return
+ * WO_ERR_NO_DEVICE on a host without a GPU (e.g. `worker-orcd tokenize`).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_host wo_host;
+struct wo_host {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor;
+  void *ctx; /* passed back as the first argument of every service */
+
+  void (*log)(void *ctx, wo_log_level level, const char *msg);
+
+  /* GGUF metadata of the model being served. */
+  wo_status (*meta_get)(void *ctx, const char *key, wo_value *out);
+  wo_status (*meta_array_str)(void *ctx, const char *key, uint64_t index, wo_str *out);
+
+  /* Weights by GGUF tensor name; NULL when absent. */
+  const wo_tensor *(*tensor)(void *ctx, const char *name);
+
+  /* Accounted device memory. Returns WO_ERR_OUT_OF_MEMORY (never aborts) when it does not fit. */
+  wo_status (*vram_alloc)(void *ctx, size_t bytes, wo_vram_kind kind, void **out);
+  void (*vram_free)(void *ctx, void *ptr);
+
+  /* The engine's one CUDA stream (cudaStream_t) and cuBLAS handle (cublasHandle_t). */
+  void *cuda_stream;
+  void *cublas_handle;
+
+  /* A reusable device scratch buffer of at least `bytes`, valid until the next scratch call.
+   * May reallocate: never call it while a CUDA graph is being captured. */
+  wo_status (*scratch)(void *ctx, size_t bytes, void **out);
+
+  /* Math on weights, routed by w->ggml_type to the quant codec that owns the type, so that
+   * architecture plugins never see a quantization format.
+   *   linear:       y[t][r] = sum_c W[r][c] * x[t][c]   for t < n_tokens (row-major activations)
+   *   gather_rows:  out[i][:] = W[ids[i]][:]            (ids in device memory)
+   *   linear_id:    for a 3-D weight [cols, rows, n_expert]: for token t and slot k < n_slots,
+   *                 y[t][k][:] = W[ids[t*n_slots+k]] · x[t][x_slots == 1 ? 0 : k][:]
+   *                 (ids in device memory; x_slots is 1 or n_slots). */
+  wo_status (*linear)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, void *y,
+                      wo_dtype y_type, int64_t n_tokens);
+  wo_status (*gather_rows)(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
+                           wo_dtype out_type);
+  wo_status (*linear_id)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
+                         int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                         const int32_t *ids, int64_t n_slots);
+
+  /* Debug tracing (e.g. expert routing). `trace_enabled` is non-zero when the host records;
+   * plugins skip the work otherwise. `data` is host memory. */
+  int32_t trace_enabled;
+  void (*trace)(void *ctx, const char *name, const void *data, size_t bytes);
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Architecture plugins: turn tokens into logits.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_arch_instance wo_arch_instance;
+
+typedef struct wo_arch_config {
+  uint32_t struct_size;
+  int64_t n_ctx;   /* KV-cache capacity in tokens for a session */
+  int64_t n_batch; /* most tokens one forward call processes (prefill chunk) */
+  uint32_t flags;  /* WO_ARCH_* */
+} wo_arch_config;
+#define WO_ARCH_UNFUSED 1u /* run the plain, unfused kernels (debugging) */
+
+/* Sizes the host needs before it allocates anything (VRAM plan). */
+typedef struct wo_arch_plan {
+  uint32_t struct_size;
+  int64_t n_vocab;
+  int64_t n_ctx_train;
+  int64_t n_embd;
+  int64_t n_layer;
+  uint64_t kv_bytes_per_token; /* KV cache bytes per token of context */
+  uint64_t scratch_bytes;      /* activations for n_batch tokens (excluding logits) */
+} wo_arch_plan;
+
+/* forward flags */
+#define WO_FWD_LOGITS_ALL 1u      /* write logits for every token, else only the last */
+#define WO_FWD_TOKENS_ON_DEVICE 2u /* `tokens` points to device memory */
+
+typedef struct wo_arch_v1 {
+  uint32_t struct_size;
+  /* 0 = cannot serve this model; higher wins. Reads metadata only. */
+  int32_t (*probe)(const wo_host *host);
+  /* Sizes for cfg, from metadata alone (no allocation). */
+  wo_status (*plan)(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan *out);
+  /* Build an instance over the host's uploaded weights. Allocates no KV cache yet. */
+  wo_status (*create)(const wo_host *host, const wo_arch_config *cfg, wo_arch_instance **out);
+  void (*destroy)(wo_arch_instance *inst);
+  /* A session owns the KV cache and scratch for up to n_ctx tokens; end frees them. */
+  wo_status (*session_begin)(wo_arch_instance *inst, int64_t n_ctx);
+  void (*session_end)(wo_arch_instance *inst);
+  /* Process n_tokens starting at position pos (0 restarts the sequence); logits: device,
+   * float32, [n_out][n_vocab] with n_out = n_tokens or 1 (see flags). Enqueued on the host's
+   * stream; the host synchronizes. */
+  wo_status (*forward)(wo_arch_instance *inst, const int32_t *tokens, int64_t n_tokens, int64_t pos,
+                       float *logits, uint32_t flags);
+  const char *(*last_error)(const wo_arch_instance *inst);
+} wo_arch_v1;
+
+/* ---------------------------------------------------------------------------------------------
+ * Quant plugins: codecs for ggml tensor types. Stateless; errors are per calling thread.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_quant_v1 {
+  uint32_t struct_size;
+  uint32_t n_types;
+  const uint32_t *types; /* ggml type ids served */
+
+  /* CPU reference: rows are row_len elements, stored one after another. */
+  wo_status (*dequantize_rows)(uint32_t type, const void *src, int64_t n_rows, int64_t row_len,
+                               float *dst);
+  /* CPU quantizer (tools/gguf-synth). Need not match other implementations bit for bit. */
+  wo_status (*quantize_rows)(uint32_t type, const float *src, int64_t n_rows, int64_t row_len,
+                             void *dst);
+  /* Load-time check that the codec can serve this weight (shape, alignment). */
+  wo_status (*check_tensor)(const wo_tensor *w);
+
+  /* GPU (NULL in a build without CUDA). Enqueued on host->cuda_stream. */
+  wo_status (*gather_rows)(const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
+                           void *out, wo_dtype out_type);
+  wo_status (*linear)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                      void *y, wo_dtype y_type, int64_t n_tokens);
+  /* Optional (may be NULL): see wo_host.linear_id. */
+  wo_status (*linear_id)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                         int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                         const int32_t *ids, int64_t n_slots);
+
+  /* Text of this thread's last failure in this plugin. */
+  const char *(*last_error)(void);
+} wo_quant_v1;
+
+/* ---------------------------------------------------------------------------------------------
+ * Tokenizer plugins.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_tokenizer_instance wo_tokenizer_instance;
+
+/* encode flags */
+#define WO_TOK_ADD_SPECIAL 1u   /* add BOS/EOS as the model's metadata asks */
+#define WO_TOK_PARSE_SPECIAL 2u /* turn special-token text (<|im_start|>...) into its id */
+
+typedef struct wo_tokenizer_config {
+  uint32_t struct_size;
+  const char *tokenizer_json; /* path of a tokenizer.json, or NULL to build from GGUF metadata */
+} wo_tokenizer_config;
+
+/* Special ids, -1 when absent. */
+typedef struct wo_special_ids {
+  uint32_t struct_size;
+  int32_t bos, eos, eot, pad, unk;
+  int32_t add_bos, add_eos; /* what ADD_SPECIAL does */
+} wo_special_ids;
+
+typedef struct wo_tokenizer_v1 {
+  uint32_t struct_size;
+  /* Score for this model (GGUF metadata through host, or cfg->tokenizer_json); 0 = cannot. */
+  int32_t (*probe)(const wo_host *host, const wo_tokenizer_config *cfg);
+  wo_status (*create)(const wo_host *host, const wo_tokenizer_config *cfg,
+                      wo_tokenizer_instance **out);
+  void (*destroy)(wo_tokenizer_instance *inst);
+  /* Encode UTF-8 text. Writes up to `cap` ids; *n_out is the full count. When cap is too small
+   * the call returns WO_ERR_BUFFER_TOO_SMALL and the caller retries with *n_out. */
+  wo_status (*encode)(wo_tokenizer_instance *inst, const char *text, size_t len, uint32_t flags,
+                      int32_t *out, size_t cap, size_t *n_out);
+  /* The raw bytes a token stands for (after byte-level / byte-fallback decoding; a special
+   * token's own text). Valid for the instance's lifetime. */
+  wo_status (*token_bytes)(const wo_tokenizer_instance *inst, int32_t id, wo_str *out);
+  wo_status (*special_ids)(const wo_tokenizer_instance *inst, wo_special_ids *out);
+  /* Non-zero when `id` ends generation (EOS, EOT and the model's other end-of-generation ids). */
+  int32_t (*is_eog)(const wo_tokenizer_instance *inst, int32_t id);
+  int64_t (*vocab_size)(const wo_tokenizer_instance *inst);
+  /* "gguf-bpe", "gguf-spm", "hf-json" */
+  const char *(*kind)(const wo_tokenizer_instance *inst);
+  const char *(*last_error)(const wo_tokenizer_instance *inst);
+} wo_tokenizer_v1;
+
+/* ---------------------------------------------------------------------------------------------
+ * Descriptor and entry point.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct wo_plugin {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor; /* the SDK the plugin was built against */
+  wo_plugin_kind kind;
+  const char *name;    /* unique among loaded plugins, e.g. "quant-ggml" */
+  const char *version; /* the plugin's own version, e.g. "0.1.0" */
+  const void *vtable;  /* wo_arch_v1 / wo_quant_v1 / wo_tokenizer_v1, per kind */
+} wo_plugin;
+
+typedef const wo_plugin *(*wo_plugin_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WORKER_SDK_H */

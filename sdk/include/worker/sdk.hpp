@@ -1,0 +1,248 @@
+// Header-only C++ layer over sdk.h for plugin authors and the host.
+//
+// Inside a plugin, C++ is fine; at the boundary everything becomes a wo_status. `guard` converts
+// exceptions into statuses plus a stored message; `HostView` gives typed, checked access to the
+// host services; `WORKER_PLUGIN` exports the one entry point the host looks for.
+#pragma once
+
+#include <worker/sdk.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wo {
+
+inline const char *status_name(wo_status s) {
+  switch (s) {
+  case WO_OK: return "OK";
+  case WO_ERR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+  case WO_ERR_NOT_FOUND: return "NOT_FOUND";
+  case WO_ERR_TYPE_MISMATCH: return "TYPE_MISMATCH";
+  case WO_ERR_UNSUPPORTED: return "UNSUPPORTED";
+  case WO_ERR_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+  case WO_ERR_BUFFER_TOO_SMALL: return "BUFFER_TOO_SMALL";
+  case WO_ERR_CUDA: return "CUDA";
+  case WO_ERR_FORMAT: return "FORMAT";
+  case WO_ERR_IO: return "IO";
+  case WO_ERR_INTERNAL: return "INTERNAL";
+  case WO_ERR_NO_DEVICE: return "NO_DEVICE";
+  default: return "UNKNOWN_STATUS";
+  }
+}
+
+inline const char *value_type_name(wo_value_type t) {
+  static const char *names[] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+                                "bool", "string", "array", "u64", "i64", "f64"};
+  return (t >= 0 && t <= 12) ? names[t] : "unknown";
+}
+
+// An error carrying a status; thrown inside plugins and the host, never across the ABI.
+class Error : public std::runtime_error {
+public:
+  Error(wo_status status, const std::string &msg) : std::runtime_error(msg), status_(status) {}
+  wo_status status() const { return status_; }
+
+private:
+  wo_status status_;
+};
+
+// Run f(); turn any exception into a status and keep its text in `err`.
+template <class F> wo_status guard(std::string &err, F &&f) noexcept {
+  try {
+    f();
+    return WO_OK;
+  } catch (const Error &e) {
+    err = e.what();
+    return e.status();
+  } catch (const std::bad_alloc &) {
+    err = "host memory exhausted";
+    return WO_ERR_INTERNAL;
+  } catch (const std::exception &e) {
+    err = e.what();
+    return WO_ERR_INTERNAL;
+  } catch (...) {
+    err = "unknown exception";
+    return WO_ERR_INTERNAL;
+  }
+}
+
+// Per-thread error text for stateless plugins (quant codecs).
+inline std::string &thread_error() {
+  thread_local std::string e;
+  return e;
+}
+
+// Throw an Error when a status from the other side of the boundary is not OK.
+inline void check(wo_status s, const std::string &what, const char *detail = nullptr) {
+  if (s != WO_OK)
+    throw Error(s, what + ": " + status_name(s) + (detail && *detail ? std::string(": ") + detail : ""));
+}
+
+inline wo_value empty_value() {
+  wo_value v{};
+  v.struct_size = sizeof(wo_value);
+  return v;
+}
+
+// Typed, checked access to the host services. Every failure names the key and what was found.
+class HostView {
+public:
+  explicit HostView(const wo_host *h) : h_(h) {}
+  const wo_host *raw() const { return h_; }
+
+  void log(wo_log_level lvl, const std::string &msg) const {
+    if (h_ && h_->log) h_->log(h_->ctx, lvl, msg.c_str());
+  }
+
+  std::optional<wo_value> find(const std::string &key) const {
+    wo_value v = empty_value();
+    if (h_->meta_get(h_->ctx, key.c_str(), &v) != WO_OK) return std::nullopt;
+    return v;
+  }
+  bool has(const std::string &key) const { return find(key).has_value(); }
+
+  wo_value require(const std::string &key) const {
+    auto v = find(key);
+    if (!v) throw Error(WO_ERR_NOT_FOUND, "metadata key '" + key + "' is required but absent");
+    return *v;
+  }
+
+  std::string get_str(const std::string &key) const {
+    wo_value v = require(key);
+    if (v.type != WO_VALUE_STRING) throw mismatch(key, "string", v.type);
+    return std::string(v.str.data, v.str.len);
+  }
+  std::optional<std::string> opt_str(const std::string &key) const {
+    return has(key) ? std::optional<std::string>(get_str(key)) : std::nullopt;
+  }
+
+  int64_t get_int(const std::string &key) const {
+    wo_value v = require(key);
+    if (!is_integer(v.type)) throw mismatch(key, "integer", v.type);
+    if (!v.is_negative && v.u64 > static_cast<uint64_t>(INT64_MAX))
+      throw Error(WO_ERR_INVALID_ARGUMENT, "metadata key '" + key + "': value " +
+                                               std::to_string(v.u64) + " exceeds int64");
+    return v.i64;
+  }
+  int64_t get_int(const std::string &key, int64_t dflt) const { return has(key) ? get_int(key) : dflt; }
+
+  double get_float(const std::string &key) const {
+    wo_value v = require(key);
+    if (v.type == WO_VALUE_F32 || v.type == WO_VALUE_F64) return v.f64;
+    if (is_integer(v.type)) return static_cast<double>(v.i64);
+    throw mismatch(key, "float", v.type);
+  }
+  double get_float(const std::string &key, double dflt) const { return has(key) ? get_float(key) : dflt; }
+
+  bool get_bool(const std::string &key) const {
+    wo_value v = require(key);
+    if (v.type != WO_VALUE_BOOL) throw mismatch(key, "bool", v.type);
+    return v.u64 != 0;
+  }
+  bool get_bool(const std::string &key, bool dflt) const { return has(key) ? get_bool(key) : dflt; }
+
+  // Array of strings (e.g. tokenizer.ggml.tokens).
+  std::vector<std::string> get_str_array(const std::string &key) const {
+    wo_value v = require(key);
+    if (v.type != WO_VALUE_ARRAY || v.array_type != WO_VALUE_STRING)
+      throw mismatch(key, "array of string", v.type);
+    std::vector<std::string> out;
+    out.reserve(v.array_len);
+    for (uint64_t i = 0; i < v.array_len; ++i) {
+      wo_str s{};
+      check(h_->meta_array_str(h_->ctx, key.c_str(), i, &s), "metadata key '" + key + "'[" + std::to_string(i) + "]");
+      out.emplace_back(s.data, s.len);
+    }
+    return out;
+  }
+
+  // Numeric array converted to T (e.g. scores as float, token types as int32).
+  template <class T> std::vector<T> get_num_array(const std::string &key) const {
+    wo_value v = require(key);
+    if (v.type != WO_VALUE_ARRAY || v.array_type == WO_VALUE_STRING || v.array_type == WO_VALUE_ARRAY)
+      throw mismatch(key, "numeric array", v.type);
+    std::vector<T> out(v.array_len);
+    const auto *p = static_cast<const unsigned char *>(v.array_data);
+    for (uint64_t i = 0; i < v.array_len; ++i) out[i] = static_cast<T>(read_elem(v.array_type, p, i));
+    return out;
+  }
+
+  // `{arch}.suffix`, e.g. arch_key("context_length") -> "qwen2.context_length".
+  std::string arch_key(const std::string &suffix) const {
+    return get_str("general.architecture") + "." + suffix;
+  }
+
+  const wo_tensor *tensor(const std::string &name) const { return h_->tensor(h_->ctx, name.c_str()); }
+  const wo_tensor &require_tensor(const std::string &name) const {
+    const wo_tensor *t = tensor(name);
+    if (!t) throw Error(WO_ERR_NOT_FOUND, "tensor '" + name + "' is required but absent from the model");
+    return *t;
+  }
+
+private:
+  static bool is_integer(wo_value_type t) {
+    return (t >= WO_VALUE_U8 && t <= WO_VALUE_I32) || t == WO_VALUE_U64 || t == WO_VALUE_I64 ||
+           t == WO_VALUE_BOOL;
+  }
+  static Error mismatch(const std::string &key, const char *expected, wo_value_type found) {
+    return Error(WO_ERR_TYPE_MISMATCH, "metadata key '" + key + "': expected " + expected + ", found " +
+                                           value_type_name(found));
+  }
+  static double read_elem(wo_value_type t, const unsigned char *p, uint64_t i) {
+    auto rd = [&](auto tag) {
+      decltype(tag) x;
+      std::memcpy(&x, p + i * sizeof(x), sizeof(x));
+      return static_cast<double>(x);
+    };
+    switch (t) {
+    case WO_VALUE_U8: return rd(uint8_t{});
+    case WO_VALUE_I8: return rd(int8_t{});
+    case WO_VALUE_U16: return rd(uint16_t{});
+    case WO_VALUE_I16: return rd(int16_t{});
+    case WO_VALUE_U32: return rd(uint32_t{});
+    case WO_VALUE_I32: return rd(int32_t{});
+    case WO_VALUE_F32: return rd(float{});
+    case WO_VALUE_BOOL: return rd(uint8_t{});
+    case WO_VALUE_U64: return rd(uint64_t{});
+    case WO_VALUE_I64: return rd(int64_t{});
+    case WO_VALUE_F64: return rd(double{});
+    default: throw Error(WO_ERR_TYPE_MISMATCH, "array element type is not numeric");
+    }
+  }
+  const wo_host *h_;
+};
+
+// Fill a descriptor's common fields.
+inline wo_plugin make_descriptor(wo_plugin_kind kind, const char *name, const char *version,
+                                 const void *vtable) {
+  wo_plugin p{};
+  p.struct_size = sizeof(wo_plugin);
+  p.abi_major = WORKER_SDK_ABI_MAJOR;
+  p.abi_minor = WORKER_SDK_ABI_MINOR;
+  p.kind = kind;
+  p.name = name;
+  p.version = version;
+  p.vtable = vtable;
+  return p;
+}
+
+// The standard handshake: serve hosts of the same major ABI version, refuse others.
+inline const wo_plugin *negotiate(const wo_plugin *desc, uint32_t host_major, uint32_t /*host_minor*/) {
+  return host_major == WORKER_SDK_ABI_MAJOR ? desc : nullptr;
+}
+
+} // namespace wo
+
+// Export `fn` (a wo_plugin_entry_fn) as the plugin's one entry point, listed in the ELF section
+// the host scans before it loads any code.
+#ifndef BOOST_DLL_USE_STD_FS
+#define BOOST_DLL_USE_STD_FS
+#endif
+#include <boost/dll/alias.hpp>
+#define WORKER_PLUGIN(fn) BOOST_DLL_ALIAS_SECTIONED(fn, worker_plugin_entry, worker)
