@@ -28,7 +28,9 @@ endfunction()
 # worker_add_test(NAME SOURCES ... LIBS ... [GPU])
 # A GoogleTest executable in <build>/tests-bin/, its cases registered with ctest at test time.
 # GPU tests get the label `gpu` (excluded in CI) and must GTEST_SKIP() without a device.
-# Tests find fixtures through the env var WORKER_FIXTURES_DIR, defaulting to tests/fixtures.
+# Tests find fixtures through the env var WORKER_FIXTURES_DIR, defaulting to tests/fixtures, and the
+# large tokenizer assets (unpacked from tests/fixtures/tokenizers.tar.xz at configure time) through
+# WORKER_TOKENIZER_FIXTURES_DIR.
 function(worker_add_test name)
   cmake_parse_arguments(T "GPU" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
@@ -37,12 +39,13 @@ function(worker_add_test name)
   target_compile_definitions(${name} PRIVATE
     WORKER_FIXTURES_DIR_DEFAULT="${WORKER_FIXTURES_DIR}"
     WORKER_PLUGIN_DIR_DEFAULT="${WORKER_PLUGIN_OUTPUT_DIR}"
-    WORKER_BUILD_DIR="${CMAKE_BINARY_DIR}")
+    WORKER_BUILD_DIR="${CMAKE_BINARY_DIR}"
+    WORKER_TOKENIZER_FIXTURES_DIR_DEFAULT="${WORKER_TOKENIZER_FIXTURES_DIR}")
   if(T_GPU)
     set(labels gpu)
   else()
     set(labels cpu)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${labels}" ENVIRONMENT "WORKER_FIXTURES_DIR=${WORKER_FIXTURES_DIR}")
+    PROPERTIES LABELS "${labels}" ENVIRONMENT "WORKER_FIXTURES_DIR=${WORKER_FIXTURES_DIR};WORKER_TOKENIZER_FIXTURES_DIR=${WORKER_TOKENIZER_FIXTURES_DIR}")
 endfunction()
