@@ -1,0 +1,224 @@
+#include "sampling/gpu_sampler.hpp"
+
+#include <worker/sdk.hpp>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+
+#include <climits>
+#include <string>
+
+namespace wo::sampling {
+namespace {
+
+constexpr int kThreads = 1024;
+
+void cuda_check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess)
+    throw wo::Error(e == cudaErrorMemoryAllocation ? WO_ERR_OUT_OF_MEMORY : WO_ERR_CUDA,
+                    std::string("sampler: ") + what + ": " + cudaGetErrorString(e));
+}
+
+// keys = penalised logits scaled by 1/T; vals = ids.
+__global__ void prepare_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t, float *keys,
+                               int32_t *vals, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  float l = logits[i];
+  if (seen[i]) l = l > 0.0f ? l / penalty : l * penalty;
+  keys[i] = l * inv_t;
+  vals[i] = static_cast<int32_t>(i);
+}
+
+// Greedy: argmax, lowest id on ties. One block.
+__global__ void argmax_kernel(const float *keys, int64_t n, int32_t *out_id, uint8_t *seen) {
+  __shared__ float best_v[kThreads];
+  __shared__ int32_t best_i[kThreads];
+  float bv = -INFINITY;
+  int32_t bi = INT_MAX;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = keys[i];
+    if (v > bv || (v == bv && i < bi)) {
+      bv = v;
+      bi = static_cast<int32_t>(i);
+    }
+  }
+  best_v[threadIdx.x] = bv;
+  best_i[threadIdx.x] = bi;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      float ov = best_v[threadIdx.x + s];
+      int32_t oi = best_i[threadIdx.x + s];
+      if (ov > best_v[threadIdx.x] || (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x])) {
+        best_v[threadIdx.x] = ov;
+        best_i[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    int32_t id = best_i[0] == INT_MAX ? 0 : best_i[0];
+    *out_id = id;
+    seen[id] = 1;
+  }
+}
+
+using BlockReduce = cub::BlockReduce<float, kThreads>;
+using BlockScan = cub::BlockScan<float, kThreads>;
+
+struct FilterShared {
+  union {
+    typename BlockReduce::TempStorage reduce;
+    typename BlockScan::TempStorage scan;
+  } tmp;
+  float total;
+  int found;
+};
+
+__device__ float weight(const float *keys, float lmax, int64_t i) { return expf(keys[i] - lmax); }
+
+// Sum of weights over [0, limit).
+__device__ float block_sum(FilterShared &sh, const float *keys, float lmax, int64_t limit) {
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < limit; i += blockDim.x) acc += weight(keys, lmax, i);
+  float s = BlockReduce(sh.tmp.reduce).Sum(acc);
+  if (threadIdx.x == 0) sh.total = s;
+  __syncthreads();
+  float r = sh.total;
+  __syncthreads();
+  return r;
+}
+
+// First index i < limit whose inclusive prefix sum of weights is >= threshold (limit when none).
+__device__ int64_t block_first_reaching(FilterShared &sh, const float *keys, float lmax, int64_t limit,
+                                        float threshold, bool strictly_greater) {
+  float carry = 0.0f;
+  for (int64_t base = 0; base < limit; base += blockDim.x) {
+    int64_t i = base + threadIdx.x;
+    float x = i < limit ? weight(keys, lmax, i) : 0.0f;
+    float incl, chunk;
+    if (threadIdx.x == 0) sh.found = INT_MAX;
+    __syncthreads();
+    BlockScan(sh.tmp.scan).InclusiveSum(x, incl, chunk);
+    float run = carry + incl;
+    bool hit = i < limit && (strictly_greater ? run > threshold : run >= threshold);
+    if (hit) atomicMin(&sh.found, static_cast<int>(i));
+    __syncthreads();
+    int f = sh.found;
+    __syncthreads();
+    if (f != INT_MAX) return f;
+    carry += chunk;
+  }
+  return limit;
+}
+
+// keys sorted descending (ties by id ascending). Applies top-k, top-p, min-p, then draws.
+__global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_t n, int32_t top_k, float top_p,
+                                   float min_p, float u, int32_t *out_id, uint8_t *seen) {
+  __shared__ FilterShared sh;
+  const float lmax = keys[0];
+  int64_t keep = top_k > 0 && top_k < n ? top_k : n;
+  if (min_p > 0.0f) {
+    // weights are non-increasing: binary search the first weight below min_p.
+    int64_t lo = 1, hi = keep;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (weight(keys, lmax, mid) >= min_p) lo = mid + 1;
+      else hi = mid;
+    }
+    keep = lo;
+  }
+  if (top_p < 1.0f) {
+    int64_t k_only = top_k > 0 && top_k < n ? top_k : n;
+    float z_k = block_sum(sh, keys, lmax, k_only);
+    int64_t cut = block_first_reaching(sh, keys, lmax, k_only, top_p * z_k, false) + 1;
+    if (cut < keep) keep = cut;
+  }
+  float z = block_sum(sh, keys, lmax, keep);
+  int64_t pick = block_first_reaching(sh, keys, lmax, keep, u * z, true);
+  if (pick >= keep) pick = keep - 1;
+  if (threadIdx.x == 0) {
+    int32_t id = ids[pick];
+    *out_id = id;
+    seen[id] = 1;
+  }
+}
+
+} // namespace
+
+GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free free)
+    : n_vocab_(n_vocab), stream_(stream), free_(std::move(free)) {
+  if (n_vocab <= 0 || n_vocab > INT_MAX)
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "sampler: vocabulary size " + std::to_string(n_vocab) +
+                                                 " outside 1.." + std::to_string(INT_MAX));
+  cuda_check(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes_, d_keys_, d_keys_sorted_, d_vals_,
+                                                       d_vals_sorted_, static_cast<int>(n_vocab)),
+             "sizing the sort");
+  const size_t n = static_cast<size_t>(n_vocab);
+  auto take = [&](size_t bytes) {
+    void *p = alloc(bytes);
+    if (!p) {
+      this->~GpuSampler();
+      throw wo::Error(WO_ERR_OUT_OF_MEMORY,
+                      "sampler: device allocation of " + std::to_string(bytes) + " bytes failed");
+    }
+    return p;
+  };
+  d_keys_ = static_cast<float *>(take(n * sizeof(float)));
+  d_keys_sorted_ = static_cast<float *>(take(n * sizeof(float)));
+  d_vals_ = static_cast<int32_t *>(take(n * sizeof(int32_t)));
+  d_vals_sorted_ = static_cast<int32_t *>(take(n * sizeof(int32_t)));
+  d_seen_ = static_cast<uint8_t *>(take(n));
+  d_id_ = static_cast<int32_t *>(take(sizeof(int32_t)));
+  d_temp_ = take(temp_bytes_ ? temp_bytes_ : 1);
+  cuda_check(cudaMallocHost(&h_id_, sizeof(int32_t)), "pinned id buffer");
+  reset();
+}
+
+GpuSampler::~GpuSampler() {
+  for (void *p : {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_), static_cast<void *>(d_vals_),
+                  static_cast<void *>(d_vals_sorted_), static_cast<void *>(d_seen_), static_cast<void *>(d_id_),
+                  d_temp_})
+    if (p) free_(p);
+  d_keys_ = d_keys_sorted_ = nullptr;
+  d_vals_ = d_vals_sorted_ = d_id_ = nullptr;
+  d_seen_ = nullptr;
+  d_temp_ = nullptr;
+  if (h_id_) cudaFreeHost(h_id_);
+  h_id_ = nullptr;
+}
+
+void GpuSampler::reset() {
+  cuda_check(cudaMemsetAsync(d_seen_, 0, static_cast<size_t>(n_vocab_), stream_), "clearing the history");
+}
+
+void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) {
+  const int blocks = static_cast<int>((n_vocab_ + 255) / 256);
+  const float inv_t = p.greedy() ? 1.0f : 1.0f / p.temperature;
+  prepare_kernel<<<blocks, 256, 0, stream_>>>(logits, d_seen_, p.repetition_penalty, inv_t, d_keys_, d_vals_,
+                                              n_vocab_);
+  cuda_check(cudaGetLastError(), "prepare kernel");
+  if (p.greedy()) {
+    argmax_kernel<<<1, kThreads, 0, stream_>>>(d_keys_, n_vocab_, d_id_, d_seen_);
+    cuda_check(cudaGetLastError(), "argmax kernel");
+    return;
+  }
+  size_t temp = temp_bytes_;
+  cuda_check(cub::DeviceRadixSort::SortPairsDescending(d_temp_, temp, d_keys_, d_keys_sorted_, d_vals_,
+                                                       d_vals_sorted_, static_cast<int>(n_vocab_), 0,
+                                                       static_cast<int>(sizeof(float) * 8), stream_),
+             "sorting logits");
+  filter_draw_kernel<<<1, kThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, n_vocab_, p.top_k, p.top_p,
+                                                   p.min_p, static_cast<float>(u), d_id_, d_seen_);
+  cuda_check(cudaGetLastError(), "filter/draw kernel");
+}
+
+int32_t GpuSampler::fetch_id() {
+  cuda_check(cudaMemcpyAsync(h_id_, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "copying the id");
+  cuda_check(cudaStreamSynchronize(stream_), "waiting for the sampler");
+  return *h_id_;
+}
+
+} // namespace wo::sampling

@@ -1,0 +1,52 @@
+// Token sampling on the GPU: logits never leave the device; only the chosen id crosses to the
+// host. Same rules as filter_ref.hpp (the CPU reference the tests compare against).
+#pragma once
+
+#include "sampling/sampling_params.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+
+namespace wo::sampling {
+
+class GpuSampler {
+public:
+  using Alloc = std::function<void *(size_t bytes)>; // returns nullptr when VRAM is exhausted
+  using Free = std::function<void(void *)>;
+
+  // Allocates its buffers for a vocabulary of n_vocab through `alloc` (the host's VRAM
+  // accounting). Throws wo::Error(WO_ERR_OUT_OF_MEMORY / WO_ERR_CUDA) on failure.
+  GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free free);
+  ~GpuSampler();
+  GpuSampler(const GpuSampler &) = delete;
+  GpuSampler &operator=(const GpuSampler &) = delete;
+
+  // Forget the generated history (repetition penalty) for a new job.
+  void reset();
+
+  // Enqueue the choice of the next id from `logits` (device, n_vocab floats, left unchanged),
+  // with `u` a uniform number in [0, 1) for the draw (ignored when greedy). The id is written to
+  // device_id() and joins the history. No host synchronization.
+  void sample(const float *logits, const SamplingParams &params, double u);
+
+  const int32_t *device_id() const { return d_id_; }
+
+  // Copy the last chosen id to the host (waits for the stream).
+  int32_t fetch_id();
+
+private:
+  int64_t n_vocab_;
+  cudaStream_t stream_;
+  Free free_;
+  float *d_keys_ = nullptr, *d_keys_sorted_ = nullptr;
+  int32_t *d_vals_ = nullptr, *d_vals_sorted_ = nullptr;
+  uint8_t *d_seen_ = nullptr;
+  int32_t *d_id_ = nullptr;
+  void *d_temp_ = nullptr;
+  size_t temp_bytes_ = 0;
+  int32_t *h_id_ = nullptr; // pinned
+};
+
+} // namespace wo::sampling
