@@ -1,0 +1,145 @@
+// Shared CUDA building blocks for architecture plugins (plugins/llama, plugins/gpt).
+//
+// Conventions (why: one set of rules so plugins can chain kernels without adapters):
+// - Every pointer is device memory; every call is enqueued on `stream` and never synchronizes
+//   or allocates, so a decode step built from these calls can be captured in a CUDA graph.
+// - Activations are FP32, row-major: a "row" is one token. The KV cache is FP16.
+// - Every function validates its arguments (cudaErrorInvalidValue when a size is out of range)
+//   and returns the launch status (cudaGetLastError), so callers check one value per call.
+// - Option structs (RopeParams, AttentionParams) only grow at the end; default-initialise them.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace wo::kernels {
+
+// ---- normalisation -----------------------------------------------------------------------------
+
+// y[r][c] = x[r][c] / sqrt(mean_c(x[r]^2) + eps) * w[c]   (w == nullptr: no scale).
+// y may alias x.
+cudaError_t rms_norm(const float *x, const float *w, float *y, int64_t n_rows, int64_t n_cols, float eps,
+                     cudaStream_t stream);
+
+// y[r][c] = (x[r][c] - mean) / sqrt(var + eps) * w[c] + b[c]   (w, b may be nullptr).
+// y may alias x.
+cudaError_t layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n_rows,
+                       int64_t n_cols, float eps, cudaStream_t stream);
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+// y[r][c] += b[c]. `row_stride` is the distance in floats between rows of y (0 = n_cols), so a
+// bias can be added to a slice of a fused buffer (e.g. the q part of a [q;k;v] row).
+cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, cudaStream_t stream,
+                     int64_t row_stride = 0);
+
+// y[i] = a[i] + b[i]. y may alias a or b (residual add: add(x, x, delta, n)).
+cudaError_t add(float *y, const float *a, const float *b, int64_t n, cudaStream_t stream);
+
+// y[i] = x[i] * s. y may alias x.
+cudaError_t scale(const float *x, float *y, float s, int64_t n, cudaStream_t stream);
+
+// out[r][c] = silu(gate[r][c]) * up[r][c] with silu(g) = g / (1 + exp(-g)).
+// gate/up rows are `in_stride` floats apart (0 = n_cols), so the fused [gate; up] output of one
+// linear (phi3 ffn_up) is served by gate = buf, up = buf + n_cols, in_stride = 2 * n_cols.
+// out is contiguous [n_rows][n_cols]; it may alias gate when in_stride == n_cols.
+cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
+                   cudaStream_t stream, int64_t in_stride = 0);
+
+// gpt-oss's clamped SwiGLU: g = min(gate, limit); u = clamp(up, -limit, limit);
+// out = g * sigmoid(alpha * g) * (u + 1). Same layout rules as swiglu.
+cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
+                       float alpha, float limit, cudaStream_t stream, int64_t in_stride = 0);
+
+// y[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). y may alias x.
+cudaError_t gelu_tanh(const float *x, float *y, int64_t n, cudaStream_t stream);
+
+// Row-wise softmax: y[r][:] = softmax(x[r][:]). y may alias x.
+cudaError_t softmax_rows(const float *x, float *y, int64_t n_rows, int64_t n_cols, cudaStream_t stream);
+
+// out[r] = index of the largest x[r][c] (the lowest index on ties).
+cudaError_t argmax_rows(const float *x, int32_t *out, int64_t n_rows, int64_t n_cols, cudaStream_t stream);
+
+// ---- rotary position embedding -----------------------------------------------------------------
+
+enum class RopeMode : int32_t {
+  Norm = 0, // rotate adjacent pairs (2i, 2i+1)            (llama GGUF files)
+  Neox = 2, // rotate pairs (i, i + n_dims/2)              (qwen2, phi3, gpt-oss)
+};
+
+// ggml's rope semantics: for pair index i < n_dims/2 at position p,
+//   theta_extrap = p * freq_base^(-2i/n_dims), theta_interp = freq_scale * theta_extrap;
+//   without YaRN (ext_factor == 0): theta = theta_interp, magnitude attn_factor;
+//   with YaRN: ramp over the correction dims [lo, hi] derived from beta_fast/beta_slow and
+//   n_ctx_orig mixes interp/extrap, and the magnitude is attn_factor * (1 + 0.1 ln(1/freq_scale)).
+// Dimensions n_dims..head_dim-1 pass through unchanged.
+struct RopeParams {
+  int32_t n_dims = 0; // rotated dims per head (rope.dimension_count); 0 = head_dim
+  RopeMode mode = RopeMode::Norm;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f; // 1 / rope.scaling.factor
+  float ext_factor = 0.0f; // YaRN: 1 enables the ramp, 0 disables it
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int32_t n_ctx_orig = 0; // rope.scaling.original_context_length (or context_length)
+};
+
+// Rotate, in place, x[t][h][0..head_dim) for t < n_tokens, h < n_heads, at positions[t]
+// (device int32). Token rows are `token_stride` floats apart (0 = n_heads * head_dim), so q and k
+// can be rotated inside a fused [q;k;v] buffer.
+cudaError_t rope(float *x, int64_t n_tokens, int32_t n_heads, int32_t head_dim, const int32_t *positions,
+                 const RopeParams &p, cudaStream_t stream, int64_t token_stride = 0);
+
+// ---- KV cache ----------------------------------------------------------------------------------
+
+// One layer's cache is [pos][n_kv_heads][head_dim] FP16 for K and the same for V. Writes the rows
+// of k[t] / v[t] (FP32, each [n_kv_heads][head_dim], token rows `src_stride` floats apart,
+// 0 = n_kv_heads * head_dim) to positions pos0 + t.
+cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_cache, int64_t pos0,
+                     int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, cudaStream_t stream,
+                     int64_t src_stride = 0);
+
+// ---- attention ---------------------------------------------------------------------------------
+
+struct AttentionParams {
+  int64_t n_tokens = 0;   // queries in this call
+  int64_t pos0 = 0;       // position of the first query; query t sits at pos0 + t
+  int64_t n_kv = 0;       // keys in the cache to consider (positions 0..n_kv-1), normally pos0+n_tokens
+  int32_t n_heads = 0;    // query heads
+  int32_t n_kv_heads = 0; // KV heads; n_heads % n_kv_heads == 0 (GQA: head h reads kv head h / group)
+  int32_t head_dim = 0;   // 1..256
+  float scale = 0.0f;     // score scale, usually 1/sqrt(head_dim)
+  bool causal = true;     // query at position p sees keys <= p
+  int64_t window = 0;     // sliding window W > 0: query p sees keys p-W+1..p (0 = unlimited)
+  const float *sinks = nullptr; // optional device float[n_heads]: a logit per head that joins the
+                                // softmax denominator without a value (gpt-oss)
+  int64_t q_stride = 0;   // floats between query token rows (0 = n_heads * head_dim)
+  int64_t out_stride = 0; // floats between output token rows (0 = n_heads * head_dim)
+};
+
+// out[t][h][:] = softmax_j(scale * q[t][h] . K[j][h/g]) · V[j][h/g] over the visible keys j.
+// q: FP32 [n_tokens][n_heads][head_dim]; k_cache/v_cache: one layer's FP16 cache (see kv_write);
+// out: FP32 [n_tokens][n_heads][head_dim] (must not alias q). One kernel family serves prefill
+// and decode.
+cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+                      const AttentionParams &p, cudaStream_t stream);
+
+// ---- mixture of experts (gpt-oss) --------------------------------------------------------------
+
+// Per row: pick the k largest logits (ties: lower index), write their ids in descending order,
+// and weights = softmax over those k logits. ids/weights are [n_rows][k]. k <= 32, n_cols <= 1024.
+cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int64_t n_rows, int64_t n_cols,
+                         int32_t k, cudaStream_t stream);
+
+// y[r][c] += b[ids[r]][c]: a per-row choice among bias rows (expert biases); b is [n_b][n_cols].
+cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,
+                             cudaStream_t stream);
+
+// out[t][c] (+)= sum_k w[t][k] * y[t][k][c]; accumulate adds to out, else overwrites it.
+cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
+                               int64_t n_cols, bool accumulate, cudaStream_t stream);
+
+} // namespace wo::kernels
