@@ -43,7 +43,7 @@ public:
   // A cap on the total (0 = none): allocations past it fail with WO_ERR_OUT_OF_MEMORY.
   void set_cap(uint64_t bytes) { cap_ = bytes; }
   VramStats stats() const;
-  const std::string &last_error() const { return last_error_; }
+  std::string last_error() const; // text of the last failed alloc
 
 private:
   struct Entry {
