@@ -1,0 +1,109 @@
+// Elementwise kernels: bias, residual add, scale, activations. Grid-stride loops so any size
+// launches with a bounded grid.
+#include "launch.cuh"
+
+#include <worker/kernels.hpp>
+
+namespace wo::kernels {
+namespace {
+
+#define WO_GRID_STRIDE(i, n)                                                                            \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);                \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+__global__ void add_bias_kernel(float *y, const float *b, int64_t n_rows, int64_t n_cols, int64_t stride) {
+  WO_GRID_STRIDE(i, n_rows * n_cols) {
+    const int64_t r = i / n_cols, c = i % n_cols;
+    y[r * stride + c] += b[c];
+  }
+}
+
+__global__ void add_kernel(float *y, const float *a, const float *b, int64_t n) {
+  WO_GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+}
+
+__global__ void scale_kernel(const float *x, float *y, float s, int64_t n) {
+  WO_GRID_STRIDE(i, n) y[i] = x[i] * s;
+}
+
+__global__ void swiglu_kernel(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
+                              int64_t stride) {
+  WO_GRID_STRIDE(i, n_rows * n_cols) {
+    const int64_t r = i / n_cols, c = i % n_cols;
+    const float g = gate[r * stride + c];
+    out[i] = g / (1.0f + expf(-g)) * up[r * stride + c];
+  }
+}
+
+__global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out, int64_t n_rows,
+                                  int64_t n_cols, float alpha, float limit, int64_t stride) {
+  WO_GRID_STRIDE(i, n_rows * n_cols) {
+    const int64_t r = i / n_cols, c = i % n_cols;
+    const float g = fminf(gate[r * stride + c], limit);
+    const float u = fminf(fmaxf(up[r * stride + c], -limit), limit);
+    out[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+  }
+}
+
+__global__ void gelu_tanh_kernel(const float *x, float *y, int64_t n) {
+  const float k = 0.7978845608028654f; // sqrt(2/pi)
+  WO_GRID_STRIDE(i, n) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+} // namespace
+
+cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, cudaStream_t stream,
+                     int64_t row_stride) {
+  if (!y || !b || n_rows < 0 || n_cols <= 0 || (row_stride != 0 && row_stride < n_cols))
+    return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  add_bias_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
+      y, b, n_rows, n_cols, row_stride ? row_stride : n_cols);
+  return detail::launched();
+}
+
+cudaError_t add(float *y, const float *a, const float *b, int64_t n, cudaStream_t stream) {
+  if (!y || !a || !b || n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  add_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(y, a, b, n);
+  return detail::launched();
+}
+
+cudaError_t scale(const float *x, float *y, float s, int64_t n, cudaStream_t stream) {
+  if (!x || !y || n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  scale_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, y, s, n);
+  return detail::launched();
+}
+
+cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
+                   cudaStream_t stream, int64_t in_stride) {
+  if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
+    return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  swiglu_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
+      gate, up, out, n_rows, n_cols, in_stride ? in_stride : n_cols);
+  return detail::launched();
+}
+
+cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
+                       float alpha, float limit, cudaStream_t stream, int64_t in_stride) {
+  if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
+    return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  swiglu_oai_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
+      gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols);
+  return detail::launched();
+}
+
+cudaError_t gelu_tanh(const float *x, float *y, int64_t n, cudaStream_t stream) {
+  if (!x || !y || n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  gelu_tanh_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, y, n);
+  return detail::launched();
+}
+
+} // namespace wo::kernels

@@ -1,0 +1,104 @@
+// Mixture-of-experts helpers: router top-k with softmax over the chosen logits, per-expert bias,
+// and the weighted combination of the experts' outputs.
+#include "launch.cuh"
+
+#include <worker/kernels.hpp>
+
+namespace wo::kernels {
+namespace {
+
+constexpr int kMaxCols = 1024, kPerLane = kMaxCols / 32, kMaxK = 32;
+
+// One warp per row. Each lane holds n_cols/32 logits; k rounds of a warp-wide argmax pick the
+// experts in descending order (ties: lower index).
+__global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *weights, int64_t n_rows,
+                                    int32_t n_cols, int32_t k) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= n_rows) return;
+  const float *x = logits + row * n_cols;
+  float v[kPerLane];
+  for (int r = 0; r < kPerLane; ++r) {
+    const int c = lane + 32 * r;
+    v[r] = c < n_cols ? x[c] : -INFINITY;
+  }
+  unsigned taken = 0; // bit r: column lane + 32r already chosen
+  float chosen[kMaxK];
+  for (int s = 0; s < k; ++s) {
+    float bv = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int r = 0; r < kPerLane; ++r) {
+      const int c = lane + 32 * r;
+      if (c < n_cols && !(taken >> r & 1u) && (v[r] > bv || (v[r] == bv && c < bi))) bv = v[r], bi = c;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+    }
+    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
+    chosen[s] = bv;
+    if (lane == 0) ids[row * k + s] = bi;
+  }
+  if (lane == 0) {
+    const float m = chosen[0]; // the largest
+    float sum = 0.0f;
+    for (int s = 0; s < k; ++s) sum += expf(chosen[s] - m);
+    for (int s = 0; s < k; ++s) weights[row * k + s] = expf(chosen[s] - m) / sum;
+  }
+}
+
+__global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t *ids, int64_t n_rows,
+                                        int64_t n_cols) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_rows * n_cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / n_cols, c = i % n_cols;
+    y[i] += b[static_cast<int64_t>(ids[r]) * n_cols + c];
+  }
+}
+
+__global__ void weighted_sum_slots_kernel(const float *y, const float *w, float *out, int64_t n_tokens,
+                                          int32_t k, int64_t n_cols, bool accumulate) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tokens * n_cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / n_cols, c = i % n_cols;
+    float s = 0.0f;
+    for (int32_t j = 0; j < k; ++j) s += w[t * k + j] * y[(t * k + j) * n_cols + c];
+    out[i] = accumulate ? out[i] + s : s;
+  }
+}
+
+} // namespace
+
+cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int64_t n_rows, int64_t n_cols,
+                         int32_t k, cudaStream_t stream) {
+  if (!logits || !ids || !weights || n_rows < 0 || n_cols <= 0 || n_cols > kMaxCols || k <= 0 || k > kMaxK ||
+      k > n_cols)
+    return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  constexpr int warps_per_block = 4;
+  const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
+  topk_softmax_kernel<<<grid, warps_per_block * 32, 0, stream>>>(logits, ids, weights, n_rows,
+                                                                  static_cast<int32_t>(n_cols), k);
+  return detail::launched();
+}
+
+cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,
+                             cudaStream_t stream) {
+  if (!y || !b || !ids || n_rows < 0 || n_cols <= 0) return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  add_bias_indexed_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(y, b, ids, n_rows,
+                                                                                          n_cols);
+  return detail::launched();
+}
+
+cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
+                               int64_t n_cols, bool accumulate, cudaStream_t stream) {
+  if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  weighted_sum_slots_kernel<<<detail::grid_for(n_tokens * n_cols), detail::kBlock, 0, stream>>>(
+      y, w, out, n_tokens, k, n_cols, accumulate);
+  return detail::launched();
+}
+
+} // namespace wo::kernels
