@@ -1,0 +1,68 @@
+// Thin checked wrappers over the host's weight math and the shared kernels' status codes, so the
+// forward pass reads as a list of steps. Error text is built only on failure: a decode step
+// allocates nothing on the host.
+#pragma once
+
+#include "instance.hpp"
+#include "positions.hpp"
+
+#include <worker/kernels.hpp>
+
+#include <cuda_runtime.h>
+
+namespace wo::gpt {
+
+[[noreturn]] void fail_cuda(cudaError_t e, const char *step, int64_t layer);
+[[noreturn]] void fail_host(wo_status s, const char *service, const wo_tensor *w);
+
+inline void cuda_ok(cudaError_t e, const char *step, int64_t layer = -1) {
+  if (e != cudaSuccess) fail_cuda(e, step, layer);
+}
+
+class DeviceOps {
+public:
+  explicit DeviceOps(const wo_host *h) : h_(h), stream_(static_cast<cudaStream_t>(h->cuda_stream)) {}
+  cudaStream_t stream() const { return stream_; }
+
+  // y[t] = W x[t], f32 in and out.
+  void linear(const wo_tensor *w, const float *x, float *y, int64_t n) const {
+    if (!h_->linear) fail_host(WO_ERR_UNSUPPORTED, "linear", w);
+    const wo_status s = h_->linear(h_->ctx, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, n);
+    if (s != WO_OK) fail_host(s, "linear", w);
+  }
+  // Experts: y[t][k] = W[ids[t][k]] x[t][x_slots == 1 ? 0 : k].
+  void linear_id(const wo_tensor *w, const float *x, int64_t x_slots, float *y, int64_t n, const int32_t *ids,
+                 int64_t n_slots) const {
+    if (!h_->linear_id) fail_host(WO_ERR_UNSUPPORTED, "linear_id", w);
+    const wo_status s = h_->linear_id(h_->ctx, w, x, WO_DTYPE_F32, x_slots, y, WO_DTYPE_F32, n, ids, n_slots);
+    if (s != WO_OK) fail_host(s, "linear_id", w);
+  }
+  // out[i] = W[ids[i]] as f32 (ids on the device).
+  void gather(const wo_tensor *w, const int32_t *ids, int64_t n, float *out) const {
+    if (!h_->gather_rows) fail_host(WO_ERR_UNSUPPORTED, "gather_rows", w);
+    const wo_status s = h_->gather_rows(h_->ctx, w, ids, n, out, WO_DTYPE_F32);
+    if (s != WO_OK) fail_host(s, "gather_rows", w);
+  }
+
+private:
+  const wo_host *h_;
+  cudaStream_t stream_;
+};
+
+// Device buffers of the current chunk, carved from the session scratch.
+struct Buffers {
+  float *x, *h, *qkv, *q, *k, *v, *attn, *proj, *ffn, *router, *weights, *gate, *up, *down;
+  int32_t *ids, *tokens, *positions;
+};
+Buffers carve(const Session &s);
+
+// One layer stack over a chunk of m tokens at positions pos0.. (already embedded into b.x).
+void gpt2_embed(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m);
+void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m, int64_t pos0);
+void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m, int64_t pos0);
+
+// KV cache of layer il.
+__half *k_cache(const Instance &inst, int64_t il);
+__half *v_cache(const Instance &inst, int64_t il);
+
+} // namespace wo::gpt

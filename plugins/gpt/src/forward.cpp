@@ -1,0 +1,96 @@
+// The forward driver shared by both families: argument checks, chunking by n_batch, token and
+// position upload, and the LM head. The layer stacks live in gpt2_layers.cpp / gptoss_layers.cpp.
+#include "device_ops.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace wo::gpt {
+
+void fail_cuda(cudaError_t e, const char *step, int64_t layer) {
+  std::string where = step;
+  if (layer >= 0) where += " (layer " + std::to_string(layer) + ")";
+  throw Error(WO_ERR_CUDA, "forward: " + where + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+void fail_host(wo_status s, const char *service, const wo_tensor *w) {
+  throw Error(s == WO_OK ? WO_ERR_INTERNAL : s, std::string("forward: host ") + service + " on tensor '" +
+                                                    (w && w->name ? w->name : "?") + "' failed: " + status_name(s));
+}
+
+Buffers carve(const Session &s) {
+  auto *base = static_cast<unsigned char *>(s.scratch);
+  const ScratchLayout &L = s.layout;
+  auto f = [&](size_t off) { return reinterpret_cast<float *>(base + off); };
+  auto i = [&](size_t off) { return reinterpret_cast<int32_t *>(base + off); };
+  return Buffers{f(L.x),    f(L.h),      f(L.qkv),     f(L.q),    f(L.k),  f(L.v),   f(L.attn),
+                 f(L.proj), f(L.ffn),    f(L.router),  f(L.weights), f(L.gate), f(L.up), f(L.down),
+                 i(L.ids),  i(L.tokens), i(L.positions)};
+}
+
+__half *k_cache(const Instance &inst, int64_t il) {
+  const size_t per = static_cast<size_t>(inst.session.n_ctx) * static_cast<size_t>(inst.hp.kv_dim());
+  return static_cast<__half *>(inst.session.kv) + static_cast<size_t>(2 * il) * per;
+}
+__half *v_cache(const Instance &inst, int64_t il) { return k_cache(inst, il) + static_cast<size_t>(inst.session.n_ctx) * static_cast<size_t>(inst.hp.kv_dim()); }
+
+namespace {
+
+void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, const float *logits) {
+  const Session &s = inst.session;
+  if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session (call session_begin first)");
+  if (!tokens || !logits) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: tokens and logits must not be NULL");
+  if (n <= 0) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: n_tokens must be positive, found " + std::to_string(n));
+  if (pos < 0 || pos + n > s.n_ctx)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
+                                             std::to_string(pos + n - 1) + " exceed the session's n_ctx " +
+                                             std::to_string(s.n_ctx));
+  if (inst.hp.family == Family::Gpt2 && pos + n > inst.hp.n_ctx_train)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: gpt2 has learned positions 0.." +
+                                             std::to_string(inst.hp.n_ctx_train - 1) + " (position_embd), asked up to " +
+                                             std::to_string(pos + n - 1));
+}
+
+// Final norm of `rows` rows of x starting at row r0, then the LM head into logits.
+void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t r0, int64_t rows, float *logits) {
+  const Hparams &hp = inst.hp;
+  const float *x = b.x + r0 * hp.n_embd;
+  if (hp.family == Family::Gpt2)
+    cuda_ok(kernels::layer_norm(x, f32_data(inst.w.output_norm), f32_data(inst.w.output_norm_b), b.h, rows,
+                                hp.n_embd, hp.norm_eps, ops.stream()),
+            "output_norm");
+  else
+    cuda_ok(kernels::rms_norm(x, f32_data(inst.w.output_norm), b.h, rows, hp.n_embd, hp.norm_eps, ops.stream()),
+            "output_norm");
+  ops.linear(inst.w.output, b.h, logits, rows);
+}
+
+} // namespace
+
+void forward(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
+  check_args(inst, tokens, n, pos, logits);
+  const DeviceOps ops(inst.host);
+  const Buffers b = carve(inst.session);
+  const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;
+  const bool on_device = (flags & WO_FWD_TOKENS_ON_DEVICE) != 0;
+  for (int64_t c = 0; c < n; c += inst.n_batch) {
+    const int64_t m = std::min(inst.n_batch, n - c);
+    cuda_ok(cudaMemcpyAsync(b.tokens, tokens + c, static_cast<size_t>(m) * sizeof(int32_t),
+                            on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, ops.stream()),
+            "token upload");
+    cuda_ok(fill_positions(b.positions, pos + c, m, ops.stream()), "positions");
+    ops.gather(inst.w.token_embd, b.tokens, m, b.x);
+    if (inst.hp.family == Family::Gpt2) {
+      gpt2_embed(inst, ops, b, m);
+      gpt2_layers(inst, ops, b, m, pos + c);
+    } else {
+      gptoss_layers(inst, ops, b, m, pos + c);
+    }
+    if (all)
+      head(inst, ops, b, 0, m, logits + c * inst.hp.n_vocab);
+    else if (c + m == n)
+      head(inst, ops, b, m - 1, 1, logits);
+  }
+}
+
+} // namespace wo::gpt

@@ -1,0 +1,11 @@
+// CPU-only build (WORKER_WITH_CUDA=OFF): the plugin still probes, plans, validates weights and
+// manages sessions, but cannot compute; forward says so.
+#include "instance.hpp"
+
+namespace wo::gpt {
+
+void forward(Instance &, const int32_t *, int64_t, int64_t, float *, uint32_t) {
+  throw Error(WO_ERR_NO_DEVICE, "forward: the gpt plugin was built without CUDA (WORKER_WITH_CUDA=OFF)");
+}
+
+} // namespace wo::gpt

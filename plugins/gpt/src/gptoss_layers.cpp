@@ -1,0 +1,111 @@
+// GPT-OSS: per layer RMSNorm -> q/k/v (+bias) -> RoPE NEOX with YaRN -> GQA attention with
+// per-head sinks, sliding window on even layers -> attn_output (+bias) residual ->
+// post_attention_norm -> router (+bias) -> top-k, softmax over the chosen logits -> experts
+// (MXFP4 through linear_id, biases per expert, clamped SwiGLU) -> weighted sum residual.
+//
+// Experts never copy weights: linear_id reads the chosen experts' rows in place. For prefill
+// the quant codec groups tokens by expert; for decode it runs the k chosen GEMVs straight from
+// the device ids (no host round trip unless the host is tracing the routing).
+#include "device_ops.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace wo::gpt {
+
+namespace {
+
+kernels::RopeParams rope_params(const Hparams &hp) {
+  kernels::RopeParams rp;
+  rp.n_dims = static_cast<int32_t>(hp.rope_n_dims);
+  rp.mode = kernels::RopeMode::Neox;
+  rp.freq_base = hp.rope_freq_base;
+  rp.freq_scale = hp.rope_freq_scale;
+  rp.ext_factor = hp.rope_ext_factor;
+  rp.attn_factor = 1.0f; // the YaRN magnitude correction is applied inside rope (ggml semantics)
+  rp.beta_fast = hp.rope_beta_fast;
+  rp.beta_slow = hp.rope_beta_slow;
+  rp.n_ctx_orig = static_cast<int32_t>(hp.rope_n_ctx_orig);
+  return rp;
+}
+
+// Debug mode only: hand the host the chosen expert ids of every token of this chunk.
+void trace_routing(Instance &inst, const Buffers &b, int64_t m, int64_t il, cudaStream_t s) {
+  const wo_host *h = inst.host;
+  if (!WO_HAS_FIELD(wo_host, h->struct_size, trace) || !h->trace_enabled || !h->trace) return;
+  const size_t count = static_cast<size_t>(m * inst.hp.n_expert_used);
+  inst.trace_ids.resize(count);
+  cuda_ok(cudaMemcpyAsync(inst.trace_ids.data(), b.ids, count * sizeof(int32_t), cudaMemcpyDeviceToHost, s),
+          "routing trace copy", il);
+  cuda_ok(cudaStreamSynchronize(s), "routing trace sync", il);
+  const std::string name = "routing.L" + std::to_string(il);
+  h->trace(h->ctx, name.c_str(), inst.trace_ids.data(), count * sizeof(int32_t));
+}
+
+} // namespace
+
+void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m, int64_t pos0) {
+  const Hparams &hp = inst.hp;
+  const int64_t E = hp.n_embd, F = hp.n_ff, Q = hp.q_dim(), KV = hp.kv_dim();
+  const int64_t K = hp.n_expert_used, X = hp.n_expert;
+  const cudaStream_t s = ops.stream();
+  const kernels::RopeParams rp = rope_params(hp);
+  const int32_t H = static_cast<int32_t>(hp.n_head), Hkv = static_cast<int32_t>(hp.n_head_kv);
+  const int32_t hd = static_cast<int32_t>(hp.head_dim);
+
+  kernels::AttentionParams ap;
+  ap.n_tokens = m;
+  ap.pos0 = pos0;
+  ap.n_kv = pos0 + m;
+  ap.n_heads = H;
+  ap.n_kv_heads = Hkv;
+  ap.head_dim = hd;
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  ap.causal = true;
+
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
+    // ---- attention
+    cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
+    ops.linear(w.attn_q, b.h, b.q, m);
+    cuda_ok(kernels::add_bias(b.q, f32_data(w.attn_q_b), m, Q, s), "attn_q bias", il);
+    ops.linear(w.attn_k, b.h, b.k, m);
+    cuda_ok(kernels::add_bias(b.k, f32_data(w.attn_k_b), m, KV, s), "attn_k bias", il);
+    ops.linear(w.attn_v, b.h, b.v, m);
+    cuda_ok(kernels::add_bias(b.v, f32_data(w.attn_v_b), m, KV, s), "attn_v bias", il);
+    cuda_ok(kernels::rope(b.q, m, H, hd, b.positions, rp, s), "rope q", il);
+    cuda_ok(kernels::rope(b.k, m, Hkv, hd, b.positions, rp, s), "rope k", il);
+    cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s), "kv_write",
+            il);
+    ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
+    ap.sinks = f32_data(w.attn_sinks);
+    cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
+    ops.linear(w.attn_output, b.attn, b.proj, m);
+    cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
+    cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
+
+    // ---- mixture of experts
+    cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+            "post_attention_norm", il);
+    ops.linear(w.ffn_gate_inp, b.h, b.router, m);
+    cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
+    cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s), "router top-k",
+            il);
+    trace_routing(inst, b, m, il, s);
+    ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
+    cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s), "expert gate bias",
+            il);
+    ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K);
+    cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s), "expert up bias", il);
+    cuda_ok(kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s),
+            "expert clamped swiglu", il);
+    ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K);
+    cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s), "expert down bias",
+            il);
+    cuda_ok(kernels::weighted_sum_slots(b.down, b.weights, b.x, m, static_cast<int32_t>(K), E, /*accumulate=*/true,
+                                        s),
+            "expert weighted sum", il);
+  }
+}
+
+} // namespace wo::gpt

@@ -1,0 +1,47 @@
+#include "instance.hpp"
+
+namespace wo::gpt {
+
+namespace {
+int64_t batch_of(const wo_arch_config *cfg) {
+  if (cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0) return cfg->n_batch;
+  return kDefaultBatch;
+}
+} // namespace
+
+Instance::Instance(const wo_host *h, const wo_arch_config *cfg)
+    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)), n_batch(batch_of(cfg)) {}
+
+void session_begin(Instance &inst, int64_t n_ctx) {
+  if (n_ctx <= 0)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "session_begin: n_ctx must be positive, found " + std::to_string(n_ctx));
+  session_end(inst); // a new session replaces the old one
+  if (!inst.host->vram_alloc)
+    throw Error(WO_ERR_NO_DEVICE, "session_begin: the host offers no vram_alloc service (no device)");
+  Session s;
+  s.n_ctx = n_ctx;
+  s.layout = scratch_layout(inst.hp, inst.n_batch);
+  const size_t kv_bytes = static_cast<size_t>(kv_bytes_per_token(inst.hp)) * static_cast<size_t>(n_ctx);
+  wo_status st = inst.host->vram_alloc(inst.host->ctx, kv_bytes, WO_VRAM_KV_CACHE, &s.kv);
+  if (st != WO_OK)
+    throw Error(st, "session_begin: KV cache of " + std::to_string(kv_bytes) + " bytes for n_ctx " +
+                        std::to_string(n_ctx) + " not allocated: " + status_name(st));
+  st = inst.host->vram_alloc(inst.host->ctx, s.layout.total, WO_VRAM_SCRATCH, &s.scratch);
+  if (st != WO_OK) {
+    inst.host->vram_free(inst.host->ctx, s.kv);
+    throw Error(st, "session_begin: scratch of " + std::to_string(s.layout.total) + " bytes for n_batch " +
+                        std::to_string(inst.n_batch) + " not allocated: " + status_name(st) +
+                        " (KV cache released)");
+  }
+  s.active = true;
+  inst.session = s;
+}
+
+void session_end(Instance &inst) noexcept {
+  Session &s = inst.session;
+  if (s.kv) inst.host->vram_free(inst.host->ctx, s.kv);
+  if (s.scratch) inst.host->vram_free(inst.host->ctx, s.scratch);
+  s = Session{};
+}
+
+} // namespace wo::gpt

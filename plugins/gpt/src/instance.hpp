@@ -1,0 +1,45 @@
+// One served model: hyperparameters, the host's weights, and the session (KV cache + scratch).
+#pragma once
+
+#include "hparams.hpp"
+#include "scratch_layout.hpp"
+#include "weights.hpp"
+
+#include <string>
+#include <vector>
+
+namespace wo::gpt {
+
+constexpr int64_t kDefaultBatch = 512;
+
+struct Session {
+  bool active = false;
+  int64_t n_ctx = 0;
+  void *kv = nullptr;      // WO_VRAM_KV_CACHE: per layer K then V, [n_ctx][kv_dim] FP16 each
+  void *scratch = nullptr; // WO_VRAM_SCRATCH: ScratchLayout for n_batch tokens
+  ScratchLayout layout;
+};
+
+struct Instance {
+  Instance(const wo_host *h, const wo_arch_config *cfg);
+
+  const wo_host *host;
+  HostView view;
+  Hparams hp;
+  Weights w;
+  int64_t n_batch;
+  Session session;
+  std::string error;
+  std::vector<int32_t> trace_ids; // host copy of routing choices, only while the host traces
+};
+
+// Allocate KV cache + scratch for n_ctx tokens. On failure frees what it took and throws
+// (WO_ERR_OUT_OF_MEMORY when the host's accounting refused).
+void session_begin(Instance &inst, int64_t n_ctx);
+void session_end(Instance &inst) noexcept;
+
+// Enqueue the forward pass on the host's stream; throws wo::Error.
+void forward(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,
+             uint32_t flags);
+
+} // namespace wo::gpt
