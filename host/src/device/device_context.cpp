@@ -63,6 +63,10 @@ DeviceContext::DeviceContext(int index, VramAccountant &vram) : vram_(vram) {
   }
 
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), describe(props_) + ": cudaStreamCreate");
+}
+
+void DeviceContext::create_cublas() {
+  if (cublas_) return;
   try {
     cublas_check(cublasCreate(&cublas_), describe(props_) + ": cublasCreate");
     cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
@@ -71,8 +75,9 @@ DeviceContext::DeviceContext(int index, VramAccountant &vram) : vram_(vram) {
     cublas_check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes), "cublasSetWorkspace");
   } catch (...) {
     if (cublas_) cublasDestroy(cublas_);
+    cublas_ = nullptr;
     vram_.free(cublas_workspace_);
-    cudaStreamDestroy(stream_);
+    cublas_workspace_ = nullptr;
     throw;
   }
 }

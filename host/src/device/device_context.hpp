@@ -35,8 +35,8 @@ struct MemInfo {
 
 class DeviceContext {
 public:
-  // Select and check device `index`; create the stream and the cuBLAS handle. cuBLAS gets a
-  // workspace from `vram` (kind scratch) so that none of its memory escapes the accounting.
+  // Select and check device `index`; create the stream. Allocates no device memory, so the VRAM
+  // plan can run (and refuse) before anything is allocated.
   DeviceContext(int index, VramAccountant &vram);
   ~DeviceContext();
   DeviceContext(const DeviceContext &) = delete;
@@ -44,6 +44,9 @@ public:
 
   const DeviceProps &props() const { return props_; }
   cudaStream_t stream() const { return stream_; }
+  // Create the cuBLAS handle on the stream, with a workspace from `vram` (kind scratch) so that
+  // none of cuBLAS's memory escapes the accounting. Idempotent.
+  void create_cublas();
   cublasHandle_t cublas() const { return cublas_; }
   MemInfo mem_info() const;
   void synchronize() const; // throws WO_ERR_CUDA naming the failure

@@ -1,0 +1,232 @@
+// The wo_host the engine hands to every plugin: C callbacks over Engine::Impl. Nothing thrown
+// inside may cross the C boundary: every callback catches and returns a status.
+#include "engine/engine_impl.hpp"
+
+#include "device/cuda_check.hpp"
+#include "gguf/host_meta.hpp"
+#include "observe/log.hpp"
+
+#include <worker/ggml_types.hpp>
+#include <worker/sdk.hpp>
+
+#include <cuda_runtime_api.h>
+
+namespace wo::engine {
+
+namespace {
+
+Engine::Impl &impl(void *ctx) { return *static_cast<Engine::Impl *>(ctx); }
+
+size_t dtype_bytes(wo_dtype t) {
+  switch (t) {
+  case WO_DTYPE_F32: return 4;
+  case WO_DTYPE_F16: return 2;
+  case WO_DTYPE_I32: return 4;
+  default: return 0;
+  }
+}
+
+void host_log(void *, wo_log_level level, const char *msg) {
+  const wo::observe::Level lv = level <= WO_LOG_DEBUG  ? wo::observe::Level::debug
+                                : level == WO_LOG_INFO ? wo::observe::Level::info
+                                : level == WO_LOG_WARN ? wo::observe::Level::warn
+                                                       : wo::observe::Level::error;
+  wo::observe::event(lv, "plugin_log", {{"message", std::string(msg ? msg : "")}});
+}
+
+wo_status host_meta_get(void *ctx, const char *key, wo_value *out) {
+  return wo::gguf::meta_get(*impl(ctx).file, key, out);
+}
+
+wo_status host_meta_array_str(void *ctx, const char *key, uint64_t i, wo_str *out) {
+  return wo::gguf::meta_array_str(*impl(ctx).file, key, i, out);
+}
+
+const wo_tensor *host_tensor(void *ctx, const char *name) { return impl(ctx).weights->find(name); }
+
+wo_status host_vram_alloc(void *ctx, size_t bytes, wo_vram_kind kind, void **out) {
+  auto &e = impl(ctx);
+  wo_status st = e.vram.alloc(bytes, kind, out, "plugin");
+  if (st != WO_OK)
+    wo::observe::warn("vram_alloc_failed", {{"bytes", uint64_t{bytes}},
+                                            {"kind", std::string(wo::device::vram_kind_name(kind))},
+                                            {"error", e.vram.last_error()}});
+  return st;
+}
+
+void host_vram_free(void *ctx, void *ptr) {
+  if (!impl(ctx).vram.free(ptr))
+    wo::observe::warn("vram_free_unknown_pointer", {{"detail", std::string("a plugin freed a pointer the "
+                                                                           "host did not allocate")}});
+}
+
+// Grow-only: plugins ask every forward, so reallocating only when a call needs more keeps the
+// steady state allocation-free (and CUDA-graph friendly).
+wo_status host_scratch(void *ctx, size_t bytes, void **out) {
+  auto &e = impl(ctx);
+  if (!out) return WO_ERR_INVALID_ARGUMENT;
+  if (bytes <= e.scratch_bytes && e.scratch) {
+    *out = e.scratch;
+    return WO_OK;
+  }
+  const size_t want = static_cast<size_t>(align_up(bytes, 1u << 20));
+  if (e.scratch) {
+    // cudaFree would synchronize anyway; do it explicitly so queued kernels finish with the old one.
+    cudaStreamSynchronize(e.dev->stream());
+    e.vram.free(e.scratch);
+    e.scratch = nullptr;
+    e.scratch_bytes = 0;
+  }
+  wo_status st = e.vram.alloc(want, WO_VRAM_SCRATCH, &e.scratch, "scratch");
+  if (st != WO_OK) {
+    *out = nullptr;
+    wo::observe::warn("vram_alloc_failed", {{"bytes", uint64_t{want}},
+                                            {"kind", std::string("scratch")},
+                                            {"error", e.vram.last_error()}});
+    return st;
+  }
+  e.scratch_bytes = want;
+  *out = e.scratch;
+  return WO_OK;
+}
+
+// Run a codec call; keep the failure text (exception or the codec's last_error) so the engine
+// can add it to the architecture's error message.
+template <class F> wo_status codec_call(Engine::Impl &e, const QuantRoute *&q, F &&f) {
+  wo_status inner = WO_OK;
+  std::string err;
+  const wo_status thrown = wo::guard(err, [&] { inner = f(); });
+  if (thrown != WO_OK) {
+    e.last_codec_error = err;
+    return thrown;
+  }
+  if (inner != WO_OK && q && q->vt->last_error) {
+    const char *m = q->vt->last_error();
+    e.last_codec_error = q->plugin + ": " + (m ? m : "");
+  }
+  return inner;
+}
+
+wo_status host_linear(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, void *y, wo_dtype y_type,
+                      int64_t n_tokens) {
+  auto &e = impl(ctx);
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(w, "linear");
+    return q->vt->linear(&e.host, w, x, x_type, y, y_type, n_tokens);
+  });
+}
+
+wo_status host_gather_rows(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
+                           wo_dtype out_type) {
+  auto &e = impl(ctx);
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(w, "gather_rows");
+    return q->vt->gather_rows(&e.host, w, ids, n, out, out_type);
+  });
+}
+
+wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots, void *y,
+                         wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+  auto &e = impl(ctx);
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(w, "linear_id");
+    if (WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_id) && q->vt->linear_id)
+      return q->vt->linear_id(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+    return e.linear_id_fallback(*q, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+  });
+}
+
+void host_trace(void *ctx, const char *name, const void *data, size_t bytes) {
+  auto &e = impl(ctx);
+  if (!e.opts.trace || !name) return;
+  const auto *p = static_cast<const uint8_t *>(data);
+  std::lock_guard<std::mutex> lock(e.trace_mu);
+  e.traces[name].emplace_back(p, p + (data ? bytes : 0));
+}
+
+} // namespace
+
+const QuantRoute &Engine::Impl::route(const wo_tensor *w, const char *op) const {
+  if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": weight tensor is NULL");
+  auto it = quant_by_type.find(w->ggml_type);
+  if (it == quant_by_type.end()) {
+    const auto *ti = wo::ggml::type_info(w->ggml_type);
+    throw Error(WO_ERR_UNSUPPORTED, std::string(op) + " on tensor '" + (w->name ? w->name : "?") +
+                                        "': no quant codec serves type " + (ti ? ti->name : "?") + " (" +
+                                        std::to_string(w->ggml_type) + ")");
+  }
+  return it->second;
+}
+
+// The quant plugin has no linear_id: one linear per (token, slot) on a one-expert view of the
+// 3-D weight. Slow but exact; it keeps MoE models correct with any codec.
+wo_status Engine::Impl::linear_id_fallback(const QuantRoute &q, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                           int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                           const int32_t *ids, int64_t n_slots) {
+  const std::string where = std::string("linear_id fallback on tensor '") + (w->name ? w->name : "?") + "'";
+  if (n_tokens < 0 || n_slots <= 0 || (x_slots != 1 && x_slots != n_slots))
+    throw Error(WO_ERR_INVALID_ARGUMENT, where + ": expected n_tokens >= 0, n_slots > 0 and x_slots 1 or " +
+                                             std::to_string(n_slots) + ", found n_tokens " +
+                                             std::to_string(n_tokens) + ", n_slots " + std::to_string(n_slots) +
+                                             ", x_slots " + std::to_string(x_slots));
+  const size_t xb = dtype_bytes(x_type), yb = dtype_bytes(y_type);
+  if (!xb || !yb) throw Error(WO_ERR_INVALID_ARGUMENT, where + ": unknown activation dtype");
+  const int64_t cols = w->ne[0], rows = w->ne[1], n_expert = w->ne[2];
+  const uint64_t expert_bytes = w->nb1 * static_cast<uint64_t>(rows);
+  std::vector<int32_t> h_ids(static_cast<size_t>(n_tokens * n_slots));
+  if (!h_ids.empty()) {
+    wo::device::cuda_check(cudaMemcpyAsync(h_ids.data(), ids, h_ids.size() * sizeof(int32_t),
+                                           cudaMemcpyDeviceToHost, dev->stream()),
+                           where + ": copying expert ids");
+    wo::device::cuda_check(cudaStreamSynchronize(dev->stream()), where + ": copying expert ids");
+  }
+  wo_tensor view = *w;
+  view.n_dims = 2;
+  view.ne[2] = 1;
+  view.ne[3] = 1;
+  view.nbytes = expert_bytes;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t k = 0; k < n_slots; ++k) {
+      const int32_t ex = h_ids[static_cast<size_t>(t * n_slots + k)];
+      if (ex < 0 || ex >= n_expert)
+        throw Error(WO_ERR_INVALID_ARGUMENT, where + ": expert id " + std::to_string(ex) + " at token " +
+                                                 std::to_string(t) + " slot " + std::to_string(k) +
+                                                 " outside 0.." + std::to_string(n_expert - 1));
+      view.data = static_cast<uint8_t *>(w->data) + expert_bytes * static_cast<uint64_t>(ex);
+      view.host_data = w->host_data ? static_cast<const uint8_t *>(w->host_data) + expert_bytes * ex : nullptr;
+      const auto *xp = static_cast<const uint8_t *>(x) +
+                       static_cast<size_t>((t * x_slots + (x_slots == 1 ? 0 : k)) * cols) * xb;
+      auto *yp = static_cast<uint8_t *>(y) + static_cast<size_t>((t * n_slots + k) * rows) * yb;
+      wo_status st = q.vt->linear(&host, &view, xp, x_type, yp, y_type, 1);
+      if (st != WO_OK) return st;
+    }
+  }
+  return WO_OK;
+}
+
+void Engine::Impl::fill_host() {
+  host = wo_host{};
+  host.struct_size = sizeof(wo_host);
+  host.abi_major = WORKER_SDK_ABI_MAJOR;
+  host.abi_minor = WORKER_SDK_ABI_MINOR;
+  host.ctx = this;
+  host.log = host_log;
+  host.meta_get = host_meta_get;
+  host.meta_array_str = host_meta_array_str;
+  host.tensor = host_tensor;
+  host.vram_alloc = host_vram_alloc;
+  host.vram_free = host_vram_free;
+  host.cuda_stream = dev ? static_cast<void *>(dev->stream()) : nullptr;
+  host.cublas_handle = dev ? static_cast<void *>(dev->cublas()) : nullptr;
+  host.scratch = host_scratch;
+  host.linear = host_linear;
+  host.gather_rows = host_gather_rows;
+  host.linear_id = host_linear_id;
+  host.trace_enabled = opts.trace ? 1 : 0;
+  host.trace = host_trace;
+}
+
+} // namespace wo::engine
