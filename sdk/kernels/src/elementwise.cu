@@ -53,7 +53,18 @@ __global__ void gelu_tanh_kernel(const float *x, float *y, int64_t n) {
   }
 }
 
+__global__ void fill_positions_kernel(int32_t *out, int64_t n, int32_t start) {
+  WO_GRID_STRIDE(i, n) out[i] = start + static_cast<int32_t>(i);
+}
+
 } // namespace
+
+cudaError_t fill_positions(int32_t *out, int64_t n, int32_t start, cudaStream_t stream) {
+  if (!out || n < 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  fill_positions_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(out, n, start);
+  return detail::launched();
+}
 
 cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, cudaStream_t stream,
                      int64_t row_stride) {

@@ -62,6 +62,9 @@ cudaError_t softmax_rows(const float *x, float *y, int64_t n_rows, int64_t n_col
 // out[r] = index of the largest x[r][c] (the lowest index on ties).
 cudaError_t argmax_rows(const float *x, int32_t *out, int64_t n_rows, int64_t n_cols, cudaStream_t stream);
 
+// out[i] = start + i: the positions of a run of tokens (RoPE, learned position embeddings).
+cudaError_t fill_positions(int32_t *out, int64_t n, int32_t start, cudaStream_t stream);
+
 // ---- rotary position embedding -----------------------------------------------------------------
 
 enum class RopeMode : int32_t {

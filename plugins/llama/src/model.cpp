@@ -1,0 +1,252 @@
+// The forward pass of llama / qwen2 / phi3, written as the math reads:
+//   x = embed(tokens)
+//   per layer: h = rmsnorm(x) * w; q, k, v = linear(h) (+ bias); rope(q, k); cache k, v;
+//              x += linear_o(attention(q, K, V)); h = rmsnorm(x) * w; x += down(silu(gate(h)) * up(h))
+//   logits = lm_head(rmsnorm(x) * w)
+// Every matmul goes through host->linear (the quant codec that owns the weight's type); the rest
+// are sdk/kernels calls on the host's stream. Nothing here allocates or synchronizes per call.
+#include "model.hpp"
+
+#include <worker/kernels.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace wo::llama {
+
+namespace k = wo::kernels;
+
+// Activation buffers for one chunk of up to n_batch tokens.
+struct Model::Scratch {
+  float *x = nullptr;    // [n][n_embd] residual stream
+  float *h = nullptr;    // [n][n_embd] normed input of a projection
+  float *o = nullptr;    // [n][n_embd] output of attn_output / ffn_down
+  float *qkv = nullptr;  // separate: q [n][q_dim], k [n][kv_dim], v [n][kv_dim]; fused: [n][q+2kv]
+  float *att = nullptr;  // [n][q_dim] attention output
+  float *ffn = nullptr;  // separate: gate [n][n_ff], up [n][n_ff]; fused: [n][2 n_ff]
+  float *act = nullptr;  // [n][n_ff] silu(gate) * up
+  int32_t *tokens = nullptr;
+  int32_t *positions = nullptr;
+};
+
+namespace {
+
+// Bump allocator over one device block; 256-byte aligned pieces.
+struct Carver {
+  char *p;
+  template <class T> T *take(uint64_t count) {
+    T *out = reinterpret_cast<T *>(p);
+    p += (count * sizeof(T) + 255) / 256 * 256;
+    return out;
+  }
+};
+
+} // namespace
+
+Model::Model(const wo_host *host, const wo_arch_config &cfg)
+    : host_(host), hp_(read_hparams(host_)), w_(bind_weights(host_, hp_, /*require_device=*/true)),
+      n_batch_(cfg.n_batch > 0 ? cfg.n_batch : 512), flags_(cfg.flags), stream_(host->cuda_stream) {
+  if (!host->linear || !host->gather_rows || !host->vram_alloc || !host->vram_free)
+    throw Error(WO_ERR_NO_DEVICE, "llama plugin: the host offers no device services (linear, gather_rows, "
+                                  "vram_alloc); expected a GPU host");
+}
+
+Model::~Model() { session_end(); }
+
+void Model::session_begin(int64_t n_ctx) {
+  session_end();
+  if (n_ctx <= 0 || n_ctx > INT32_MAX)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "session_begin: n_ctx expected in 1.." + std::to_string(INT32_MAX) +
+                                             ", found " + std::to_string(n_ctx));
+  const uint64_t kv_bytes = hp_.kv_bytes_per_token() * static_cast<uint64_t>(n_ctx);
+  const uint64_t sc_bytes = scratch_bytes(hp_, n_batch_);
+  const wo_host *h = host_.raw();
+  wo_status s = h->vram_alloc(h->ctx, kv_bytes, WO_VRAM_KV_CACHE, &kv_);
+  if (s != WO_OK) {
+    kv_ = nullptr;
+    throw Error(s, "session_begin: KV cache of " + std::to_string(kv_bytes) + " bytes for n_ctx=" +
+                       std::to_string(n_ctx) + " could not be allocated (" + status_name(s) + ")");
+  }
+  s = h->vram_alloc(h->ctx, sc_bytes, WO_VRAM_SCRATCH, &scratch_);
+  if (s != WO_OK) {
+    scratch_ = nullptr;
+    h->vram_free(h->ctx, kv_); // free the partial session: nothing stays accounted
+    kv_ = nullptr;
+    throw Error(s, "session_begin: scratch of " + std::to_string(sc_bytes) + " bytes for n_batch=" +
+                       std::to_string(n_batch_) + " could not be allocated (" + status_name(s) + ")");
+  }
+  const int64_t n = n_batch_;
+  Carver c{static_cast<char *>(scratch_)};
+  bufs_ = new Scratch;
+  bufs_->x = c.take<float>(n * hp_.n_embd);
+  bufs_->h = c.take<float>(n * hp_.n_embd);
+  bufs_->o = c.take<float>(n * hp_.n_embd);
+  bufs_->qkv = c.take<float>(n * (hp_.q_dim() + 2 * hp_.kv_dim()));
+  bufs_->att = c.take<float>(n * hp_.q_dim());
+  bufs_->ffn = c.take<float>(n * 2 * hp_.n_ff);
+  bufs_->act = c.take<float>(n * hp_.n_ff);
+  bufs_->tokens = c.take<int32_t>(n);
+  bufs_->positions = c.take<int32_t>(n);
+  if (c.p > static_cast<char *>(scratch_) + sc_bytes) {
+    session_end();
+    throw Error(WO_ERR_INTERNAL, "session_begin: scratch layout exceeds its planned size");
+  }
+  n_ctx_ = n_ctx;
+}
+
+void Model::session_end() {
+  const wo_host *h = host_.raw();
+  if (kv_) h->vram_free(h->ctx, kv_);
+  if (scratch_) h->vram_free(h->ctx, scratch_);
+  kv_ = scratch_ = nullptr;
+  delete bufs_;
+  bufs_ = nullptr;
+  n_ctx_ = 0;
+}
+
+void Model::cuda(int err, const char *what, int layer) const {
+  if (err == cudaSuccess) return;
+  throw Error(WO_ERR_CUDA, std::string("llama forward: ") + what +
+                               (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : std::string()) +
+                               ": " + cudaGetErrorString(static_cast<cudaError_t>(err)));
+}
+
+void Model::linear(const wo_tensor *w, const float *x, float *y, int64_t n, int layer) {
+  const wo_host *h = host_.raw();
+  const wo_status s = h->linear(h->ctx, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, n);
+  if (s != WO_OK)
+    throw Error(s, std::string("llama forward: linear on tensor '") + w->name + "' (" + std::to_string(n) +
+                       " tokens" + (layer >= 0 ? ", layer " + std::to_string(layer) : std::string()) +
+                       ") failed: " + status_name(s));
+}
+
+void Model::forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags) {
+  if (!kv_) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session; call session_begin first");
+  if (!tokens || !logits || n_tokens <= 0)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: expected tokens and logits pointers and n_tokens > 0, found n_tokens=" +
+                                             std::to_string(n_tokens));
+  if (pos < 0 || pos + n_tokens > n_ctx_)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
+                                             std::to_string(pos + n_tokens - 1) + " exceed the session's n_ctx=" +
+                                             std::to_string(n_ctx_));
+  const bool on_device = flags & WO_FWD_TOKENS_ON_DEVICE;
+  if (!on_device) // ids from the host can be checked cheaply; out-of-range ids would read past the table
+    for (int64_t i = 0; i < n_tokens; ++i)
+      if (tokens[i] < 0 || tokens[i] >= hp_.n_vocab)
+        throw Error(WO_ERR_INVALID_ARGUMENT, "forward: token " + std::to_string(i) + " has id " +
+                                                 std::to_string(tokens[i]) + ", expected 0.." +
+                                                 std::to_string(hp_.n_vocab - 1));
+  const bool all = flags & WO_FWD_LOGITS_ALL;
+  auto stream = static_cast<cudaStream_t>(stream_);
+  for (int64_t start = 0; start < n_tokens; start += n_batch_) {
+    const int64_t n = std::min(n_batch_, n_tokens - start);
+    const int32_t *ids = tokens + start;
+    if (!on_device) {
+      cuda(cudaMemcpyAsync(bufs_->tokens, ids, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
+           "copy token ids to the device", -1);
+      ids = bufs_->tokens;
+    }
+    const bool last = start + n == n_tokens;
+    float *out = all ? logits + start * hp_.n_vocab : (last ? logits : nullptr);
+    run_chunk(ids, n, pos + start, out, all);
+  }
+}
+
+void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits, bool logits_all) {
+  auto st = static_cast<cudaStream_t>(stream_);
+  const wo_host *h = host_.raw();
+  const Scratch &b = *bufs_;
+  const int64_t E = hp_.n_embd, QD = hp_.q_dim(), KVD = hp_.kv_dim(), FF = hp_.n_ff;
+  const bool fused_qkv = hp_.arch->qkv == QkvLayout::Fused;
+  const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
+
+  k::RopeParams rp;
+  rp.n_dims = hp_.rope.n_dims;
+  rp.mode = hp_.rope.mode == Rope::Neox ? k::RopeMode::Neox : k::RopeMode::Norm;
+  rp.freq_base = hp_.rope.freq_base;
+  rp.freq_scale = hp_.rope.freq_scale;
+  rp.ext_factor = hp_.rope.ext_factor;
+  rp.attn_factor = hp_.rope.attn_factor;
+  rp.n_ctx_orig = hp_.rope.n_ctx_orig;
+
+  k::AttentionParams ap;
+  ap.n_tokens = n;
+  ap.pos0 = pos;
+  ap.n_kv = pos + n;
+  ap.n_heads = hp_.n_head;
+  ap.n_kv_heads = hp_.n_head_kv;
+  ap.head_dim = hp_.head_dim;
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+  ap.causal = true;
+  ap.window = hp_.sliding_window;
+
+  // q, k, v views: three contiguous blocks, or one fused [n][q+2kv] block read with a stride.
+  const int64_t qkv_stride = QD + 2 * KVD;
+  float *q = b.qkv;
+  float *kk = fused_qkv ? b.qkv + QD : b.qkv + n * QD;
+  float *v = fused_qkv ? b.qkv + QD + KVD : kk + n * KVD;
+  const int64_t q_stride = fused_qkv ? qkv_stride : QD;
+  const int64_t kv_stride = fused_qkv ? qkv_stride : KVD;
+  ap.q_stride = q_stride;
+
+  cuda(k::fill_positions(b.positions, n, static_cast<int32_t>(pos), st), "positions", -1);
+  wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
+  if (s != WO_OK)
+    throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name + "' failed: " +
+                       status_name(s));
+
+  const uint64_t layer_kv = static_cast<uint64_t>(n_ctx_) * KVD; // halves per K (or V) per layer
+  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) {
+    const LayerWeights &L = w_.layers[il];
+    __half *kc = static_cast<__half *>(kv_) + 2 * layer_kv * il;
+    __half *vc = kc + layer_kv;
+
+    // Attention block.
+    cuda(k::rms_norm(b.x, static_cast<const float *>(L.attn_norm->data), b.h, n, E, hp_.rms_eps, st),
+         "attn_norm", il);
+    if (fused_qkv) {
+      linear(L.qkv, b.h, b.qkv, n, il);
+      if (L.qkv_bias)
+        cuda(k::add_bias(b.qkv, static_cast<const float *>(L.qkv_bias->data), n, qkv_stride, st), "qkv bias", il);
+    } else {
+      linear(L.q, b.h, q, n, il);
+      linear(L.k, b.h, kk, n, il);
+      linear(L.v, b.h, v, n, il);
+      if (L.q_bias) cuda(k::add_bias(q, static_cast<const float *>(L.q_bias->data), n, QD, st), "q bias", il);
+      if (L.k_bias) cuda(k::add_bias(kk, static_cast<const float *>(L.k_bias->data), n, KVD, st), "k bias", il);
+      if (L.v_bias) cuda(k::add_bias(v, static_cast<const float *>(L.v_bias->data), n, KVD, st), "v bias", il);
+    }
+    cuda(k::rope(q, n, hp_.n_head, hp_.head_dim, b.positions, rp, st, q_stride), "rope q", il);
+    cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, b.positions, rp, st, kv_stride), "rope k", il);
+    cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride), "kv write", il);
+    cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
+    linear(L.o, b.att, b.o, n, il);
+    if (L.o_bias) cuda(k::add_bias(b.o, static_cast<const float *>(L.o_bias->data), n, E, st), "o bias", il);
+    cuda(k::add(b.x, b.x, b.o, n * E, st), "attention residual", il);
+
+    // Feed-forward block: x += down(silu(gate(h)) * up(h)).
+    cuda(k::rms_norm(b.x, static_cast<const float *>(L.ffn_norm->data), b.h, n, E, hp_.rms_eps, st), "ffn_norm",
+         il);
+    if (fused_ffn) {
+      linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
+      cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
+    } else {
+      linear(L.gate, b.h, b.ffn, n, il);
+      linear(L.up, b.h, b.ffn + n * FF, n, il);
+      cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
+    }
+    linear(L.down, b.act, b.o, n, il);
+    cuda(k::add(b.x, b.x, b.o, n * E, st), "ffn residual", il);
+  }
+
+  if (!logits) return; // an earlier prefill chunk when only the last position's logits are wanted
+  const int64_t n_out = logits_all ? n : 1;
+  const float *x_out = logits_all ? b.x : b.x + (n - 1) * E;
+  cuda(k::rms_norm(x_out, static_cast<const float *>(w_.output_norm->data), b.h, n_out, E, hp_.rms_eps, st),
+       "output_norm", -1);
+  linear(w_.output, b.h, logits, n_out, -1);
+}
+
+} // namespace wo::llama

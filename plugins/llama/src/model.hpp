@@ -1,0 +1,52 @@
+// A llama-family model instance: weights bound from the host, a session's KV cache and scratch,
+// and the forward pass. This is the type behind the SDK's opaque wo_arch_instance.
+#pragma once
+
+#include "hparams.hpp"
+#include "weights.hpp"
+
+#include <worker/sdk.hpp>
+
+#include <string>
+
+struct wo_arch_instance {
+  virtual ~wo_arch_instance() = default;
+  std::string error; // last_error() text
+};
+
+namespace wo::llama {
+
+class Model : public wo_arch_instance {
+public:
+  Model(const wo_host *host, const wo_arch_config &cfg);
+  ~Model() override;
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
+  void session_begin(int64_t n_ctx);
+  void session_end();
+  void forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags);
+
+  const HParams &hparams() const { return hp_; }
+
+private:
+  struct Scratch; // device activation buffers, carved from one allocation
+  void run_chunk(const int32_t *tokens_dev, int64_t n, int64_t pos, float *logits, bool logits_all);
+  void linear(const wo_tensor *w, const float *x, float *y, int64_t n, int layer);
+  void cuda(int err, const char *what, int layer) const;
+
+  HostView host_;
+  HParams hp_;
+  Weights w_;
+  int64_t n_batch_;
+  uint32_t flags_;
+  void *stream_;
+
+  // Session state.
+  int64_t n_ctx_ = 0;
+  void *kv_ = nullptr;      // [layer][K|V][n_ctx][n_kv_heads][head_dim] FP16
+  void *scratch_ = nullptr; // see Scratch
+  Scratch *bufs_ = nullptr;
+};
+
+} // namespace wo::llama
