@@ -1,5 +1,5 @@
-// The forward driver shared by both families: argument checks, chunking by n_batch, token and
-// position upload, and the LM head. The layer stacks live in gpt2_layers.cpp / gptoss_layers.cpp.
+// The device forward driver shared by both families (arguments are checked in instance.cpp):
+// chunking by n_batch, token and position upload, and the LM head. The layer stacks live in gpt2_layers.cpp / gptoss_layers.cpp.
 #include "device_ops.hpp"
 
 #include <algorithm>
@@ -36,21 +36,6 @@ __half *v_cache(const Instance &inst, int64_t il) { return k_cache(inst, il) + s
 
 namespace {
 
-void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, const float *logits) {
-  const Session &s = inst.session;
-  if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session (call session_begin first)");
-  if (!tokens || !logits) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: tokens and logits must not be NULL");
-  if (n <= 0) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: n_tokens must be positive, found " + std::to_string(n));
-  if (pos < 0 || pos + n > s.n_ctx)
-    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
-                                             std::to_string(pos + n - 1) + " exceed the session's n_ctx " +
-                                             std::to_string(s.n_ctx));
-  if (inst.hp.family == Family::Gpt2 && pos + n > inst.hp.n_ctx_train)
-    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: gpt2 has learned positions 0.." +
-                                             std::to_string(inst.hp.n_ctx_train - 1) + " (position_embd), asked up to " +
-                                             std::to_string(pos + n - 1));
-}
-
 // Final norm of `rows` rows of x starting at row r0, then the LM head into logits.
 void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t r0, int64_t rows, float *logits) {
   const Hparams &hp = inst.hp;
@@ -67,8 +52,7 @@ void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t 
 
 } // namespace
 
-void forward(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
-  check_args(inst, tokens, n, pos, logits);
+void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
   const DeviceOps ops(inst.host);
   const Buffers b = carve(inst.session);
   const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;

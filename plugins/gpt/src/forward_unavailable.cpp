@@ -4,7 +4,7 @@
 
 namespace wo::gpt {
 
-void forward(Instance &, const int32_t *, int64_t, int64_t, float *, uint32_t) {
+void forward_device(Instance &, const int32_t *, int64_t, int64_t, float *, uint32_t) {
   throw Error(WO_ERR_NO_DEVICE, "forward: the gpt plugin was built without CUDA (WORKER_WITH_CUDA=OFF)");
 }
 

@@ -37,6 +37,29 @@ void session_begin(Instance &inst, int64_t n_ctx) {
   inst.session = s;
 }
 
+namespace {
+void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, const float *logits) {
+  const Session &s = inst.session;
+  if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session (call session_begin first)");
+  if (!tokens || !logits) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: tokens and logits must not be NULL");
+  if (n <= 0) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: n_tokens must be positive, found " + std::to_string(n));
+  if (pos < 0 || pos + n > s.n_ctx)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
+                                             std::to_string(pos + n - 1) + " exceed the session's n_ctx " +
+                                             std::to_string(s.n_ctx));
+  if (inst.hp.family == Family::Gpt2 && pos + n > inst.hp.n_ctx_train)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: gpt2 has learned positions 0.." +
+                                             std::to_string(inst.hp.n_ctx_train - 1) + " (position_embd), asked up to " +
+                                             std::to_string(pos + n - 1));
+}
+
+} // namespace
+
+void forward(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
+  check_args(inst, tokens, n, pos, logits);
+  forward_device(inst, tokens, n, pos, logits, flags);
+}
+
 void session_end(Instance &inst) noexcept {
   Session &s = inst.session;
   if (s.kv) inst.host->vram_free(inst.host->ctx, s.kv);

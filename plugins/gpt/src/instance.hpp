@@ -38,8 +38,11 @@ struct Instance {
 void session_begin(Instance &inst, int64_t n_ctx);
 void session_end(Instance &inst) noexcept;
 
-// Enqueue the forward pass on the host's stream; throws wo::Error.
+// Enqueue the forward pass on the host's stream; throws wo::Error. Checks the arguments, then
+// runs forward_device (forward.cpp with CUDA, forward_unavailable.cpp without).
 void forward(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,
              uint32_t flags);
+void forward_device(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,
+                    uint32_t flags);
 
 } // namespace wo::gpt
