@@ -46,8 +46,10 @@ std::variant<rapidjson::Document, ValidationError> parse_object(std::string_view
     return ValidationError{"body", "body: found " + std::to_string(body.size()) + " bytes; expected at most " +
                                        std::to_string(kMaxBodyBytes) + " bytes (1 MiB)"};
   rapidjson::Document doc;
-  // Strict JSON: UTF-8 validated, no NaN/Infinity, no comments, no trailing commas.
-  doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseFullPrecisionFlag>(body.data(),
+  // Strict JSON: UTF-8 validated, no NaN/Infinity, no comments, no trailing commas. Iterative, so
+  // deeply nested input cannot exhaust the stack.
+  doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseFullPrecisionFlag |
+             rapidjson::kParseIterativeFlag>(body.data(),
                                                                                          body.size());
   if (doc.HasParseError()) {
     std::string what = rapidjson::GetParseError_En(doc.GetParseError());

@@ -5,7 +5,9 @@
 #include <Poco/DateTimeParser.h>
 #include <Poco/UUIDGenerator.h>
 
+#include <algorithm>
 #include <cctype>
+#include <regex>
 
 namespace wo::http {
 
@@ -34,13 +36,19 @@ std::variant<std::chrono::system_clock::time_point, std::string> parse_deadline_
                                "(e.g. 2026-11-22T05:00:00Z)";
   bool digits = !value.empty() && value.size() <= 15;
   for (unsigned char c : value) digits = digits && std::isdigit(c);
-  if (digits) return std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(value)));
+  // Deadlines beyond year ~2200 are clamped: system_clock counts nanoseconds and would overflow.
+  constexpr long long kMaxEpochMs = 7258118400000LL; // 2200-01-01
+  if (digits)
+    return std::chrono::system_clock::time_point(std::chrono::milliseconds(std::min(std::stoll(value), kMaxEpochMs)));
+  // Poco's parser is lenient (it accepts words), so check the RFC 3339 shape first.
+  static const std::regex rfc3339(R"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))");
   Poco::DateTime dt;
   int tzd = 0;
-  if (value.size() > 64 || !Poco::DateTimeParser::tryParse(Poco::DateTimeFormat::ISO8601_FRAC_FORMAT, value, dt, tzd))
+  if (value.size() > 64 || !std::regex_match(value, rfc3339) ||
+      !Poco::DateTimeParser::tryParse(Poco::DateTimeFormat::ISO8601_FRAC_FORMAT, value, dt, tzd))
     return "header 'X-Deadline': cannot parse '" + value.substr(0, 64) + "'" + expected;
   dt.makeUTC(tzd);
-  auto us = dt.timestamp().epochMicroseconds();
+  auto us = std::min<long long>(dt.timestamp().epochMicroseconds(), kMaxEpochMs * 1000);
   return std::chrono::system_clock::time_point(std::chrono::microseconds(us));
 }
 
