@@ -1,9 +1,11 @@
 // `worker-orcd dump-tensor MODEL TENSOR --out FILE`: the tensor dequantized on the CPU, written as
 // float32 little-endian, row-major as GGUF stores it (ne[0] fastest). F32/F16/BF16 are converted by
-// the host; other types through their quant plugin's CPU reference (dequantize_rows).
+// the host; other types through their quant plugin's CPU reference (dequantize_rows), found with
+// the plugin registry (--plugin-dir, default <dir of worker-orcd>/../plugins).
 #include "cli/command.hpp"
 #include "gguf/gguf_file.hpp"
 #include "gguf/native_dequant.hpp"
+#include "plugins/registry.hpp"
 
 #include <worker/ggml_types.hpp>
 
@@ -23,6 +25,19 @@ using RowsFn = void (*)(const wo::gguf::File &, const wo::gguf::TensorInfo &, ui
 
 void native_rows(const wo::gguf::File &f, const wo::gguf::TensorInfo &t, uint64_t row0, uint64_t n_rows, float *dst) {
   wo::gguf::dequantize_native(t.type, f.tensor_data(t) + row0 * t.nb1, n_rows * static_cast<uint64_t>(t.ne[0]), dst);
+}
+
+// The codec's CPU reference, when a quant plugin in the registry serves the type.
+const wo_quant_v1 *g_codec = nullptr;
+void codec_rows(const wo::gguf::File &f, const wo::gguf::TensorInfo &t, uint64_t row0, uint64_t n_rows, float *dst) {
+  wo_status s = g_codec->dequantize_rows(t.type, f.tensor_data(t) + row0 * t.nb1, static_cast<int64_t>(n_rows),
+                                         t.ne[0], dst);
+  if (s != WO_OK) {
+    const char *why = g_codec->last_error ? g_codec->last_error() : nullptr;
+    throw wo::Error(s, "tensor '" + t.name + "': dequantize_rows of rows [" + std::to_string(row0) + ", " +
+                           std::to_string(row0 + n_rows) + ") failed: " + wo::status_name(s) +
+                           (why && *why ? std::string(": ") + why : std::string()));
+  }
 }
 
 int dump_main(int argc, char **argv) {
@@ -58,13 +73,22 @@ int dump_main(int argc, char **argv) {
       return 1;
     }
     RowsFn rows = nullptr;
+    wo::plugins::Registry reg; // keeps the codec's library loaded while rows are converted
     if (wo::gguf::is_native_type(t->type)) rows = native_rows;
-    if (!rows) {
-      std::fprintf(stderr, "dump-tensor: %s: tensor '%s' has type %s, which no quant plugin with a CPU reference "
-                           "serves in this build (expected F32, F16 or BF16, or a quant plugin for %s)\n",
-                   model.c_str(), tensor.c_str(), wo::ggml::type_info(t->type)->name,
-                   wo::ggml::type_info(t->type)->name);
-      return 1;
+    else {
+      const std::string dir = plugin_dir.empty() ? wo::plugins::Registry::default_dir() : plugin_dir;
+      reg.scan(dir);
+      if (const wo_plugin *q = reg.quant_for_type(t->type)) {
+        g_codec = wo::plugins::Registry::quant(q);
+        if (g_codec->dequantize_rows) rows = codec_rows;
+      }
+      if (!rows) {
+        std::fprintf(stderr, "dump-tensor: %s: tensor '%s' has type %s; expected F32, F16, BF16 or a type that an "
+                             "accepted quant plugin with a CPU reference in %s serves, found none "
+                             "(see `worker-orcd plugins --plugin-dir %s`)\n",
+                     model.c_str(), tensor.c_str(), wo::ggml::type_info(t->type)->name, dir.c_str(), dir.c_str());
+        return 1;
+      }
     }
     std::unique_ptr<FILE, int (*)(FILE *)> fp(std::fopen(out.c_str(), "wb"), std::fclose);
     if (!fp) {

@@ -3,7 +3,9 @@
 // the server uses), then prints a summary and which plugins would serve the model.
 #include "cli/command.hpp"
 #include "gguf/gguf_file.hpp"
+#include "gguf/host_meta.hpp"
 #include "gguf/model_summary.hpp"
+#include "plugins/registry.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -11,9 +13,46 @@
 
 namespace {
 
-// Which plugins would serve the model. Empty until the plugin registry exists in this build.
-std::optional<wo::gguf::PluginReport> resolve_plugins(const wo::gguf::File &, const std::string &) {
-  return std::nullopt;
+// Which plugins would serve the model: the same selection the server makes at startup (probe
+// scores over the metadata, a codec per tensor type), with what is missing said in words.
+std::optional<wo::gguf::PluginReport> resolve_plugins(const wo::gguf::File &file, const wo::gguf::ModelSummary &s,
+                                                      const std::string &plugin_dir) {
+  wo::gguf::PluginReport rep;
+  wo::plugins::Registry reg;
+  const std::string dir = plugin_dir.empty() ? wo::plugins::Registry::default_dir() : plugin_dir;
+  reg.scan(dir);
+  wo::gguf::MetaHost meta(file, [](wo_log_level, const char *) {});
+  try {
+    if (const wo_plugin *a = reg.select_architecture(meta.host())) rep.architecture = a->name;
+  } catch (const std::exception &e) {
+    rep.missing.push_back(std::string("architecture: ") + e.what());
+  }
+  try {
+    wo_tokenizer_config cfg{};
+    cfg.struct_size = sizeof(cfg);
+    if (const wo_plugin *t = reg.select_tokenizer(meta.host(), &cfg)) rep.tokenizer = t->name;
+  } catch (const std::exception &e) {
+    rep.missing.push_back(std::string("tokenizer: ") + e.what());
+  }
+  for (const wo::gguf::TypeStat &t : s.types) {
+    try {
+      if (const wo_plugin *q = reg.quant_for_type(t.type)) {
+        rep.quant[t.name] = q->name;
+        continue;
+      }
+      std::string example;
+      for (const auto &ti : file.tensors())
+        if (ti.type == t.type) {
+          example = ti.name;
+          break;
+        }
+      rep.missing.push_back("quant: no accepted plugin in " + dir + " serves type " + t.name + " (" +
+                            std::to_string(t.count) + " tensors, e.g. '" + example + "')");
+    } catch (const std::exception &e) {
+      rep.missing.push_back(std::string("quant: ") + e.what());
+    }
+  }
+  return rep;
 }
 
 const char *kUsage =
@@ -21,7 +60,7 @@ const char *kUsage =
     "  MODEL           a path, file:/path, or ram:NAME (POSIX shared memory)\n"
     "  --json          machine-readable output\n"
     "  --tensors       also list every tensor (name, type, shape, offset, bytes)\n"
-    "  --plugin-dir    where to look for plugins (default: the build's plugin folder)\n"
+    "  --plugin-dir    where to look for plugins (default: <dir of worker-orcd>/../plugins)\n"
     "  --model-root    reject a model that resolves outside DIR\n";
 
 int inspect_main(int argc, char **argv) {
@@ -52,7 +91,7 @@ int inspect_main(int argc, char **argv) {
     opts.model_root = model_root;
     auto file = wo::gguf::File::open(model, opts);
     wo::gguf::ModelSummary summary = wo::gguf::summarize(*file);
-    std::optional<wo::gguf::PluginReport> plugins = resolve_plugins(*file, plugin_dir);
+    std::optional<wo::gguf::PluginReport> plugins = resolve_plugins(*file, summary, plugin_dir);
     std::string out = json ? wo::gguf::summary_json(*file, summary, plugins, tensors)
                            : wo::gguf::summary_text(*file, summary, plugins, tensors);
     std::fwrite(out.data(), 1, out.size(), stdout);
