@@ -66,8 +66,8 @@ wo_status create(const wo_host *host, const wo_arch_config *cfg, wo_arch_instanc
     *out = new Model(host, c);
 #else
     (void)cfg;
-    throw Error(WO_ERR_NO_DEVICE, "llama plugin: built without CUDA (WORKER_WITH_CUDA=OFF); it can probe and "
-                                  "plan but not run a model");
+    throw Error(WO_ERR_NO_DEVICE, "llama plugin: built without CUDA (WORKER_WITH_CUDA=OFF), so no device: it "
+                                  "can probe and plan but not run a model");
 #endif
   });
 }
