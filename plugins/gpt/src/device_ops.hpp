@@ -4,7 +4,6 @@
 #pragma once
 
 #include "instance.hpp"
-#include "positions.hpp"
 
 #include <worker/kernels.hpp>
 
@@ -60,6 +59,12 @@ Buffers carve(const Session &s);
 void gpt2_embed(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m);
 void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m, int64_t pos0);
 void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t m, int64_t pos0);
+
+// Routing trace (gpt-oss, debug mode): one blob per layer and forward call, whatever the chunking.
+bool routing_trace_enabled(const Instance &inst);
+void begin_routing_trace(Instance &inst);
+void record_routing(Instance &inst, const int32_t *ids, int64_t count, int64_t il, cudaStream_t stream);
+void end_routing_trace(Instance &inst);
 
 // KV cache of layer il.
 __half *k_cache(const Instance &inst, int64_t il);

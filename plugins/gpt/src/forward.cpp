@@ -57,12 +57,14 @@ void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t po
   const Buffers b = carve(inst.session);
   const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;
   const bool on_device = (flags & WO_FWD_TOKENS_ON_DEVICE) != 0;
+  const bool tracing = routing_trace_enabled(inst);
+  if (tracing) begin_routing_trace(inst);
   for (int64_t c = 0; c < n; c += inst.n_batch) {
     const int64_t m = std::min(inst.n_batch, n - c);
     cuda_ok(cudaMemcpyAsync(b.tokens, tokens + c, static_cast<size_t>(m) * sizeof(int32_t),
                             on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, ops.stream()),
             "token upload");
-    cuda_ok(fill_positions(b.positions, pos + c, m, ops.stream()), "positions");
+    cuda_ok(kernels::fill_positions(b.positions, m, static_cast<int32_t>(pos + c), ops.stream()), "positions");
     ops.gather(inst.w.token_embd, b.tokens, m, b.x);
     if (inst.hp.family == Family::Gpt2) {
       gpt2_embed(inst, ops, b, m);
@@ -75,6 +77,7 @@ void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t po
     else if (c + m == n)
       head(inst, ops, b, m - 1, 1, logits);
   }
+  if (tracing) end_routing_trace(inst);
 }
 
 } // namespace wo::gpt

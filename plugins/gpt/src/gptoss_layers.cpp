@@ -9,7 +9,6 @@
 #include "device_ops.hpp"
 
 #include <cmath>
-#include <string>
 
 namespace wo::gpt {
 
@@ -27,19 +26,6 @@ kernels::RopeParams rope_params(const Hparams &hp) {
   rp.beta_slow = hp.rope_beta_slow;
   rp.n_ctx_orig = static_cast<int32_t>(hp.rope_n_ctx_orig);
   return rp;
-}
-
-// Debug mode only: hand the host the chosen expert ids of every token of this chunk.
-void trace_routing(Instance &inst, const Buffers &b, int64_t m, int64_t il, cudaStream_t s) {
-  const wo_host *h = inst.host;
-  if (!WO_HAS_FIELD(wo_host, h->struct_size, trace) || !h->trace_enabled || !h->trace) return;
-  const size_t count = static_cast<size_t>(m * inst.hp.n_expert_used);
-  inst.trace_ids.resize(count);
-  cuda_ok(cudaMemcpyAsync(inst.trace_ids.data(), b.ids, count * sizeof(int32_t), cudaMemcpyDeviceToHost, s),
-          "routing trace copy", il);
-  cuda_ok(cudaStreamSynchronize(s), "routing trace sync", il);
-  const std::string name = "routing.L" + std::to_string(il);
-  h->trace(h->ctx, name.c_str(), inst.trace_ids.data(), count * sizeof(int32_t));
 }
 
 } // namespace
@@ -91,7 +77,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
     cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s), "router top-k",
             il);
-    trace_routing(inst, b, m, il, s);
+    if (routing_trace_enabled(inst)) record_routing(inst, b.ids, m * K, il, s);
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
     cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s), "expert gate bias",
             il);

@@ -30,7 +30,9 @@ struct Instance {
   int64_t n_batch;
   Session session;
   std::string error;
-  std::vector<int32_t> trace_ids; // host copy of routing choices, only while the host traces
+  // Debug mode only (host->trace_enabled): per layer, the chosen expert ids of every token of the
+  // current forward call, handed to host->trace as one "routing.L<layer>" blob per call.
+  std::vector<std::vector<int32_t>> routing_trace;
 };
 
 // Allocate KV cache + scratch for n_ctx tokens. On failure frees what it took and throws
