@@ -179,5 +179,32 @@ TEST(GptPluginAbi, ForwardRefusesPositionsPastTheSessionAndTheLearnedTable) {
       << p.vt().last_error(made.inst);
 }
 
+TEST(GptPluginAbi, GptossSpellingPlansLikeGptOss) {
+  GptPlugin p;
+  ReferenceHost oss(kGptOss), alias(kGptOss);
+  alias.rename_prefix("gpt-oss", "gptoss");
+  alias.set_string("general.architecture", "gptoss");
+  const wo_arch_plan a = plan_of(p, oss, 16), b = plan_of(p, alias, 16);
+  EXPECT_EQ(a.kv_bytes_per_token, b.kv_bytes_per_token);
+  EXPECT_EQ(a.scratch_bytes, b.scratch_bytes);
+  EXPECT_EQ(a.n_vocab, b.n_vocab);
+}
+
+#ifndef WORKER_WITH_CUDA
+// A CPU-only build loads, validates and plans, but says plainly that it cannot compute.
+TEST(GptPluginAbi, CpuOnlyBuildRefusesToComputeWithNoDevice) {
+  GptPlugin p;
+  ReferenceHost rh(kGpt2);
+  const wo_arch_config c = config(64, 16);
+  Created made{p};
+  ASSERT_EQ(p.vt().create(rh.host(), &c, &made.inst), WO_OK);
+  ASSERT_EQ(p.vt().session_begin(made.inst, 64), WO_OK);
+  const int32_t tok = 50256;
+  std::vector<float> logits(50257);
+  EXPECT_EQ(p.vt().forward(made.inst, &tok, 1, 0, logits.data(), 0), WO_ERR_NO_DEVICE);
+  EXPECT_NE(std::string(p.vt().last_error(made.inst)).find("WORKER_WITH_CUDA"), std::string::npos);
+}
+#endif
+
 } // namespace
 } // namespace wo::gpt
