@@ -1,0 +1,169 @@
+// GEMV bandwidth benchmark of the codec plugins, loaded from their .so like the host loads them.
+//
+// For each type/shape: weight bytes / GEMV time (n_tokens = 1), as a fraction of the device-to-
+// device cudaMemcpy bandwidth measured in the same run ((read + write) bytes / time). Each timing
+// replays a CUDA graph of 50 GEMVs that cycle over enough copies of the weight to exceed the L2
+// cache, so bytes really come from HBM; the median of 15 replays is reported. Also prints prefill
+// (n_tokens = 512) throughput at 4096x4096.
+//
+//   quant_bench [plugin_dir]      (default: $WORKER_PLUGIN_DIR, else the build's plugins/)
+#include "quant_common/device_test_host.hpp"
+#include "quant_common/random_blocks.hpp"
+
+#include <worker/ggml_types.hpp>
+#include <worker/sdk.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace wo::quant;
+
+const wo_quant_v1 *load_codec(const std::string &path) {
+  void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error("dlopen " + path + ": " + dlerror());
+  auto *alias = static_cast<const void *const *>(dlsym(lib, WORKER_PLUGIN_ENTRY_NAME));
+  if (!alias) throw std::runtime_error(path + ": no " WORKER_PLUGIN_ENTRY_NAME);
+  const wo_plugin *d = reinterpret_cast<wo_plugin_entry_fn>(*alias)(WORKER_SDK_ABI_MAJOR, WORKER_SDK_ABI_MINOR);
+  if (!d) throw std::runtime_error(path + ": refused ABI");
+  return static_cast<const wo_quant_v1 *>(d->vtable);
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median milliseconds of `reps` replays of `fn` (each replay timed by events on the stream).
+template <class F> float time_ms(cudaStream_t s, int reps, F &&fn) {
+  cudaEvent_t a, b;
+  cuda_ok(cudaEventCreate(&a), "event");
+  cuda_ok(cudaEventCreate(&b), "event");
+  for (int i = 0; i < 3; ++i) fn(); // warm-up
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    cuda_ok(cudaEventRecord(a, s), "record");
+    fn();
+    cuda_ok(cudaEventRecord(b, s), "record");
+    cuda_ok(cudaEventSynchronize(b), "sync");
+    float t = 0;
+    cuda_ok(cudaEventElapsedTime(&t, a, b), "elapsed");
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(ms);
+}
+
+double copy_bandwidth(cudaStream_t s) {
+  const size_t bytes = 512ull << 20;
+  void *src = nullptr, *dst = nullptr;
+  cuda_ok(cudaMalloc(&src, bytes), "cudaMalloc");
+  cuda_ok(cudaMalloc(&dst, bytes), "cudaMalloc");
+  cuda_ok(cudaMemset(src, 1, bytes), "memset");
+  const float ms = time_ms(s, 15, [&] { cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy"); });
+  cudaFree(src);
+  cudaFree(dst);
+  return 2.0 * bytes / (ms * 1e-3);
+}
+
+struct Case {
+  uint32_t type;
+  int64_t rows, cols;
+};
+
+} // namespace
+
+int main(int argc, char **argv) try {
+  if (!cuda_device_present()) {
+    std::printf("quant_bench: no CUDA device\n");
+    return 0;
+  }
+  const char *env = std::getenv("WORKER_PLUGIN_DIR");
+  const std::string dir = argc > 1 ? argv[1] : (env && *env ? env : WORKER_PLUGIN_DIR_DEFAULT);
+  const wo_quant_v1 *ggml = load_codec(dir + "/quant-ggml.so");
+  const wo_quant_v1 *mxfp4 = load_codec(dir + "/quant-mxfp4.so");
+  DeviceTestHost dev;
+  cudaDeviceProp prop{};
+  cuda_ok(cudaGetDeviceProperties(&prop, 0), "props");
+  const double copy_bw = copy_bandwidth(dev.stream());
+  std::printf("device: %s, L2 %d MiB\n", prop.name, prop.l2CacheSize >> 20);
+  std::printf("D2D cudaMemcpy bandwidth (read+write): %.1f GB/s\n\n", copy_bw / 1e9);
+  std::printf("%-6s %14s %10s %10s %10s %9s\n", "type", "rows x cols", "MiB", "us/GEMV", "GB/s", "of copy");
+
+  const Case cases[] = {
+      {wo::ggml::Q4_K, 4096, 4096},   {wo::ggml::Q4_K, 151936, 1024}, {wo::ggml::Q6_K, 4096, 4096},
+      {wo::ggml::Q6_K, 151936, 1024}, {wo::ggml::Q8_0, 4096, 4096},   {wo::ggml::Q8_0, 151936, 896},
+      {wo::ggml::Q5_0, 4096, 4096},   {wo::ggml::Q5_0, 151936, 896},  {wo::ggml::MXFP4, 4096, 4096},
+      {wo::ggml::MXFP4, 151936, 896}, {wo::ggml::MXFP4, 2880, 2880},  {wo::ggml::Q4_0, 4096, 4096},
+      {wo::ggml::F16, 4096, 4096},    {wo::ggml::Q5_K, 4096, 4096},
+  };
+  for (const Case &c : cases) {
+    const wo_quant_v1 *q = c.type == wo::ggml::MXFP4 ? mxfp4 : ggml;
+    const uint64_t bytes = wo::ggml::row_bytes(c.type, c.cols) * c.rows;
+    const int copies = static_cast<int>(std::max<uint64_t>(1, (3ull * prop.l2CacheSize + bytes - 1) / bytes));
+    const auto raw = random_blocks(c.type, c.rows, c.cols, 1234 + c.type);
+    std::vector<void *> w(copies);
+    std::vector<wo_tensor> t(copies);
+    for (int i = 0; i < copies; ++i) {
+      cuda_ok(cudaMalloc(&w[i], bytes), "cudaMalloc weights");
+      cuda_ok(cudaMemcpy(w[i], raw.data(), bytes, cudaMemcpyHostToDevice), "upload");
+      t[i] = wo_tensor{};
+      t[i].struct_size = sizeof(wo_tensor);
+      t[i].ggml_type = c.type;
+      t[i].name = "bench.weight";
+      t[i].n_dims = 2;
+      t[i].ne[0] = c.cols;
+      t[i].ne[1] = c.rows;
+      t[i].ne[2] = t[i].ne[3] = 1;
+      t[i].nb1 = wo::ggml::row_bytes(c.type, c.cols);
+      t[i].nbytes = bytes;
+      t[i].data = w[i];
+    }
+    float *x = nullptr, *y = nullptr;
+    cuda_ok(cudaMalloc(&x, 512 * c.cols * sizeof(float)), "cudaMalloc x");
+    cuda_ok(cudaMalloc(&y, 512 * c.rows * sizeof(float)), "cudaMalloc y");
+    cuda_ok(cudaMemset(x, 0, 512 * c.cols * sizeof(float)), "memset x");
+
+    const int per_graph = 50;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cuda_ok(cudaStreamBeginCapture(dev.stream(), cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < per_graph; ++i)
+      if (q->linear(dev.host(), &t[i % copies], x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1) != WO_OK)
+        throw std::runtime_error(q->last_error());
+    cuda_ok(cudaStreamEndCapture(dev.stream(), &graph), "end capture");
+    cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    const float ms = time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
+    const double us = ms * 1e3 / per_graph;
+    const double bw = bytes / (us * 1e-6);
+    std::printf("%-6s %7lldx%-6lld %10.2f %10.2f %10.1f %8.1f%%\n", wo::ggml::type_name(c.type),
+                static_cast<long long>(c.rows), static_cast<long long>(c.cols), bytes / 1048576.0, us, bw / 1e9,
+                100.0 * bw / copy_bw);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    if (c.rows == 4096 && c.cols == 4096) { // prefill: dequantize to FP16 + cuBLAS
+      const float gms = time_ms(dev.stream(), 5, [&] {
+        if (q->linear(dev.host(), &t[0], x, WO_DTYPE_F32, y, WO_DTYPE_F32, 512) != WO_OK)
+          throw std::runtime_error(q->last_error());
+      });
+      std::printf("%-6s %7lldx%-6lld n=512 prefill: %.3f ms, %.1f TFLOP/s\n", wo::ggml::type_name(c.type),
+                  static_cast<long long>(c.rows), static_cast<long long>(c.cols), gms,
+                  2.0 * 512 * c.rows * c.cols / (gms * 1e-3) / 1e12);
+    }
+    cudaFree(x);
+    cudaFree(y);
+    for (void *p : w) cudaFree(p);
+  }
+  return 0;
+} catch (const std::exception &e) {
+  std::fprintf(stderr, "quant_bench: %s\n", e.what());
+  return 1;
+}

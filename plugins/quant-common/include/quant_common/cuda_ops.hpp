@@ -1,0 +1,70 @@
+// The CUDA framework shared by the quant plugins, seen from plain C++ (no CUDA types here).
+//
+// A codec plugin instantiates `make_type_ops<Decoder>()` (linear_kernels.cuh) for each type it
+// serves and hands the resulting TypeOps to run_linear / run_gather / run_linear_id, which
+// validate the request, pick GEMV (n_tokens <= kGemvMaxTokens) or dequantize-to-FP16 + cuBLAS GEMM,
+// launch on host->cuda_stream and turn CUDA failures into wo::Error(WO_ERR_CUDA, ...).
+#pragma once
+
+#include <worker/sdk.h>
+
+#include <cstdint>
+
+namespace wo::quant {
+
+// Up to this many tokens, linear runs quantized GEMV kernels (weights read once per 8 tokens);
+// above it, rows are dequantized to an FP16 scratch in chunks and multiplied with cuBLAS.
+constexpr int64_t kGemvMaxTokens = 16;
+// Most bytes of FP16 weight scratch one GEMM chunk may use.
+constexpr uint64_t kGemmScratchBytes = 64ull << 20;
+
+// One GEMV problem set: for every "problem" p (token group, or token*slot for linear_id) and row r,
+// y[p][r] = W_e[r] . x[p]. Pointers are device pointers.
+struct GemvParams {
+  const uint8_t *w;      // first weight row (expert 0)
+  uint64_t row_bytes;    // nb1
+  uint64_t expert_bytes; // byte stride between experts (linear_id)
+  int64_t rows, cols;
+  const void *x;
+  bool x_f16;
+  void *y;
+  bool y_f16;
+  int64_t n_tokens;
+  // linear_id only (ids == nullptr for plain linear):
+  const int32_t *ids;
+  int64_t n_slots, x_slots, n_expert;
+};
+
+// Dequantize n_rows rows (row ids[i], or row0 + i when ids is null) into out[i][cols].
+struct DequantParams {
+  const uint8_t *w;
+  uint64_t row_bytes;
+  int64_t cols;
+  int64_t n_src_rows; // rows in the weight, for bounds checks of ids
+  const int32_t *ids;
+  int64_t row0, n_rows;
+  void *out;
+  bool out_f16;
+};
+
+struct TypeOps {
+  uint32_t type;
+  int block_elems; // the kernels' block (8 for the plain types' vector path)
+  // Launchers (enqueue only; the caller checks cudaGetLastError). tokens_per_pass is 1, 2, 4 or 8.
+  void (*gemv)(const GemvParams &p, int tokens_per_pass, void *stream);
+  void (*dequant)(const DequantParams &p, void *stream);
+  // Scalar fallbacks for plain types whose rows are not a multiple of block_elems; NULL otherwise.
+  void (*gemv_scalar)(const GemvParams &p, void *stream);
+  void (*dequant_scalar)(const DequantParams &p, void *stream);
+};
+
+// The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.
+void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                void *y, wo_dtype y_type, int64_t n_tokens);
+void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
+                void *out, wo_dtype out_type);
+void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                   int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                   int64_t n_slots);
+
+} // namespace wo::quant

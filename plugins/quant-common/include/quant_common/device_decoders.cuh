@@ -1,0 +1,262 @@
+// CUDA block decoders, one struct per layout, consumed by the templated kernels in
+// linear_kernels.cuh. A block of QK values is split into PARTS parts of V values; one thread decodes
+// one part. A part's values come in V/4 groups of 4 consecutive elements starting at start(part, g)
+// inside the block, so activations can be read with vector loads.
+//
+// Every value is computed with the same float operations, in the same order, as the CPU reference
+// (dequantize_cpu.cpp), using __fmul_rn/__fsub_rn so nvcc cannot contract them into FMAs: gathered
+// rows are then bit-identical to the CPU dequantization.
+#pragma once
+
+#include "quant_common/block_layouts.hpp"
+#include "quant_common/scalar_convert.hpp"
+
+#include <worker/ggml_types.hpp>
+
+#include <cuda_fp16.h>
+
+namespace wo::quant::dev {
+
+// 4 bytes at a 2-byte aligned address (legacy blocks are 18/22/34/210 bytes long).
+__device__ __forceinline__ uint32_t ld4_a2(const uint8_t *p) {
+  const auto *h = reinterpret_cast<const uint16_t *>(p);
+  return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+__device__ __forceinline__ uint32_t ld4_a4(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+__device__ __forceinline__ uint32_t ld4_a1(const uint8_t *p) { return load_u32(p); }
+__device__ __forceinline__ uint32_t nib(uint32_t q, int i) { return (q >> (8 * i)) & 0x0fu; }
+__device__ __forceinline__ uint32_t hnib(uint32_t q, int i) { return (q >> (8 * i + 4)) & 0x0fu; }
+__device__ __forceinline__ float i2f(int v) { return static_cast<float>(v); }
+
+// Q4_0: f16 d, 16 nibble bytes; value j low nibble of byte j, value j+16 high nibble.
+struct DecQ4_0 {
+  static constexpr uint32_t kType = wo::ggml::Q4_0;
+  static constexpr int QK = 32, BYTES = 18, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 4 * part + 16 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const float d = half_to_float(*reinterpret_cast<const uint16_t *>(b));
+    const uint32_t q = ld4_a2(b + 2 + 4 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = __fmul_rn(i2f(static_cast<int>(nib(q, i)) - 8), d);
+      v[4 + i] = __fmul_rn(i2f(static_cast<int>(hnib(q, i)) - 8), d);
+    }
+  }
+};
+
+struct DecQ4_1 {
+  static constexpr uint32_t kType = wo::ggml::Q4_1;
+  static constexpr int QK = 32, BYTES = 20, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 4 * part + 16 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const uint32_t dm = ld4_a4(b);
+    const float d = half_to_float(static_cast<uint16_t>(dm)), m = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const uint32_t q = ld4_a4(b + 4 + 4 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = __fadd_rn(__fmul_rn(i2f(nib(q, i)), d), m);
+      v[4 + i] = __fadd_rn(__fmul_rn(i2f(hnib(q, i)), d), m);
+    }
+  }
+};
+
+// Q5_0: f16 d, u32 of 5th bits (bit j for value j), 16 nibble bytes as Q4_0.
+struct DecQ5_0 {
+  static constexpr uint32_t kType = wo::ggml::Q5_0;
+  static constexpr int QK = 32, BYTES = 22, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 4 * part + 16 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const float d = half_to_float(*reinterpret_cast<const uint16_t *>(b));
+    const uint32_t qh = ld4_a2(b + 2);
+    const uint32_t q = ld4_a2(b + 6 + 4 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * part + i;
+      const int lo = static_cast<int>(nib(q, i) | (((qh >> j) << 4) & 0x10u)) - 16;
+      const int hi = static_cast<int>(hnib(q, i) | ((qh >> (j + 12)) & 0x10u)) - 16;
+      v[i] = __fmul_rn(i2f(lo), d);
+      v[4 + i] = __fmul_rn(i2f(hi), d);
+    }
+  }
+};
+
+struct DecQ5_1 {
+  static constexpr uint32_t kType = wo::ggml::Q5_1;
+  static constexpr int QK = 32, BYTES = 24, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 4 * part + 16 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const uint32_t dm = ld4_a4(b);
+    const float d = half_to_float(static_cast<uint16_t>(dm)), m = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const uint32_t qh = ld4_a4(b + 4);
+    const uint32_t q = ld4_a4(b + 8 + 4 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * part + i;
+      const uint32_t lo = nib(q, i) | (((qh >> j) << 4) & 0x10u);
+      const uint32_t hi = hnib(q, i) | ((qh >> (j + 12)) & 0x10u);
+      v[i] = __fadd_rn(__fmul_rn(i2f(static_cast<int>(lo)), d), m);
+      v[4 + i] = __fadd_rn(__fmul_rn(i2f(static_cast<int>(hi)), d), m);
+    }
+  }
+};
+
+// Q8_0: f16 d, 32 int8.
+struct DecQ8_0 {
+  static constexpr uint32_t kType = wo::ggml::Q8_0;
+  static constexpr int QK = 32, BYTES = 34, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 8 * part + 4 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const float d = half_to_float(*reinterpret_cast<const uint16_t *>(b));
+    const uint32_t q0 = ld4_a2(b + 2 + 8 * part), q1 = ld4_a2(b + 6 + 8 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = __fmul_rn(i2f(static_cast<int8_t>(q0 >> (8 * i))), d);
+      v[4 + i] = __fmul_rn(i2f(static_cast<int8_t>(q1 >> (8 * i))), d);
+    }
+  }
+};
+
+// Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes; 64-value groups share 32 bytes
+// (low nibbles = first 32 values, high nibbles = next 32).
+struct DecQ4_K {
+  static constexpr uint32_t kType = wo::ggml::Q4_K;
+  static constexpr int QK = 256, BYTES = 144, PARTS = 32, V = 8;
+  __device__ static int start(int part, int g) { return 64 * (part / 8) + 4 * (part % 8) + 32 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const uint32_t dm = ld4_a4(b);
+    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const int grp = part / 8, l0 = 4 * (part % 8);
+    uint8_t sc, m;
+    k_scale_min(2 * grp, b + 4, sc, m);
+    const float d1 = __fmul_rn(d, i2f(sc)), m1 = __fmul_rn(dmin, i2f(m));
+    k_scale_min(2 * grp + 1, b + 4, sc, m);
+    const float d2 = __fmul_rn(d, i2f(sc)), m2 = __fmul_rn(dmin, i2f(m));
+    const uint32_t q = ld4_a4(b + 16 + 32 * grp + l0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = __fsub_rn(__fmul_rn(d1, i2f(nib(q, i))), m1);
+      v[4 + i] = __fsub_rn(__fmul_rn(d2, i2f(hnib(q, i))), m2);
+    }
+  }
+};
+
+// Q5_K: as Q4_K plus 32 bytes of high bits (bit 2*grp for the low half, 2*grp+1 for the high).
+struct DecQ5_K {
+  static constexpr uint32_t kType = wo::ggml::Q5_K;
+  static constexpr int QK = 256, BYTES = 176, PARTS = 32, V = 8;
+  __device__ static int start(int part, int g) { return 64 * (part / 8) + 4 * (part % 8) + 32 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const uint32_t dm = ld4_a4(b);
+    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const int grp = part / 8, l0 = 4 * (part % 8);
+    uint8_t sc, m;
+    k_scale_min(2 * grp, b + 4, sc, m);
+    const float d1 = __fmul_rn(d, i2f(sc)), m1 = __fmul_rn(dmin, i2f(m));
+    k_scale_min(2 * grp + 1, b + 4, sc, m);
+    const float d2 = __fmul_rn(d, i2f(sc)), m2 = __fmul_rn(dmin, i2f(m));
+    const uint32_t qh = ld4_a4(b + 16 + l0);
+    const uint32_t q = ld4_a4(b + 48 + 32 * grp + l0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t h = qh >> (8 * i);
+      const uint32_t lo = nib(q, i) + (((h >> (2 * grp)) & 1u) << 4);
+      const uint32_t hi = hnib(q, i) + (((h >> (2 * grp + 1)) & 1u) << 4);
+      v[i] = __fsub_rn(__fmul_rn(d1, i2f(static_cast<int>(lo))), m1);
+      v[4 + i] = __fsub_rn(__fmul_rn(d2, i2f(static_cast<int>(hi))), m2);
+    }
+  }
+};
+
+// Q6_K: 128 bytes low nibbles, 64 bytes 2-bit highs, 16 int8 scales, f16 d (last). Each 128-value
+// half n uses ql[64n..], qh[32n..], scales[8n..]; a part takes 4 positions l of one half and
+// decodes the 4 quarters (l, l+32, l+64, l+96) that share those bytes.
+struct DecQ6_K {
+  static constexpr uint32_t kType = wo::ggml::Q6_K;
+  static constexpr int QK = 256, BYTES = 210, PARTS = 16, V = 16;
+  __device__ static int start(int part, int g) { return 128 * (part / 8) + 4 * (part % 8) + 32 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const int n = part / 8, l0 = 4 * (part % 8);
+    const float d = half_to_float(*reinterpret_cast<const uint16_t *>(b + 208));
+    const uint32_t ql0 = ld4_a2(b + 64 * n + l0), ql1 = ld4_a2(b + 64 * n + 32 + l0);
+    const uint32_t qh = ld4_a2(b + 128 + 32 * n + l0);
+    const auto *sc = reinterpret_cast<const int8_t *>(b + 192 + 8 * n + l0 / 16);
+    float ds[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) ds[k] = __fmul_rn(d, i2f(sc[2 * k]));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t h = qh >> (8 * i);
+      v[i] = __fmul_rn(ds[0], i2f(static_cast<int>(nib(ql0, i) | ((h & 3u) << 4)) - 32));
+      v[4 + i] = __fmul_rn(ds[1], i2f(static_cast<int>(nib(ql1, i) | (((h >> 2) & 3u) << 4)) - 32));
+      v[8 + i] = __fmul_rn(ds[2], i2f(static_cast<int>(hnib(ql0, i) | (((h >> 4) & 3u) << 4)) - 32));
+      v[12 + i] = __fmul_rn(ds[3], i2f(static_cast<int>(hnib(ql1, i) | (((h >> 6) & 3u) << 4)) - 32));
+    }
+  }
+};
+
+// MXFP4: E8M0 exponent byte, 16 nibble bytes laid out as Q4_0. 17-byte blocks: byte loads only.
+struct DecMXFP4 {
+  static constexpr uint32_t kType = wo::ggml::MXFP4;
+  static constexpr int QK = 32, BYTES = 17, PARTS = 4, V = 8;
+  __device__ static int start(int part, int g) { return 4 * part + 16 * g; }
+  __device__ static void decode(const uint8_t *b, int part, float *v) {
+    const float d = e8m0_to_float_half(b[0]);
+    const uint32_t q = ld4_a1(b + 1 + 4 * part);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = __fmul_rn(i2f(mxfp4_value(nib(q, i))), d);
+      v[4 + i] = __fmul_rn(i2f(mxfp4_value(hnib(q, i))), d);
+    }
+  }
+};
+
+// Plain types, read as pseudo-blocks of 8 elements (rows whose length is a multiple of 8; other
+// widths take the scalar kernels).
+struct DecF32 {
+  static constexpr uint32_t kType = wo::ggml::F32;
+  static constexpr int QK = 8, BYTES = 32, PARTS = 1, V = 8;
+  __device__ static int start(int, int g) { return 4 * g; }
+  __device__ static void decode(const uint8_t *b, int, float *v) {
+    const float4 a = reinterpret_cast<const float4 *>(b)[0], c = reinterpret_cast<const float4 *>(b)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
+  }
+  __device__ static float scalar(const uint8_t *row, int64_t c) { return reinterpret_cast<const float *>(row)[c]; }
+};
+
+struct DecF16 {
+  static constexpr uint32_t kType = wo::ggml::F16;
+  static constexpr int QK = 8, BYTES = 16, PARTS = 1, V = 8;
+  __device__ static int start(int, int g) { return 4 * g; }
+  __device__ static void decode(const uint8_t *b, int, float *v) {
+    const uint4 u = *reinterpret_cast<const uint4 *>(b);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = half_to_float(static_cast<uint16_t>(w[i]));
+      v[2 * i + 1] = half_to_float(static_cast<uint16_t>(w[i] >> 16));
+    }
+  }
+  __device__ static float scalar(const uint8_t *row, int64_t c) {
+    return half_to_float(reinterpret_cast<const uint16_t *>(row)[c]);
+  }
+};
+
+struct DecBF16 {
+  static constexpr uint32_t kType = wo::ggml::BF16;
+  static constexpr int QK = 8, BYTES = 16, PARTS = 1, V = 8;
+  __device__ static int start(int, int g) { return 4 * g; }
+  __device__ static void decode(const uint8_t *b, int, float *v) {
+    const uint4 u = *reinterpret_cast<const uint4 *>(b);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = bf16_to_float(static_cast<uint16_t>(w[i]));
+      v[2 * i + 1] = bf16_to_float(static_cast<uint16_t>(w[i] >> 16));
+    }
+  }
+  __device__ static float scalar(const uint8_t *row, int64_t c) {
+    return bf16_to_float(reinterpret_cast<const uint16_t *>(row)[c]);
+  }
+};
+
+} // namespace wo::quant::dev

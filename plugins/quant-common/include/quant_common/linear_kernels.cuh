@@ -1,0 +1,223 @@
+// Kernels templated on a block decoder (device_decoders.cuh), and make_type_ops<D>() that a codec
+// plugin instantiates once per type it serves.
+//
+// GEMV: one warp per weight row; lanes walk the row's (block, part) pairs so a warp's loads cover
+// consecutive bytes of the row; each decoded part is multiplied with up to NT tokens (the weight is
+// read once per NT tokens); FP32 accumulation, warp-shuffle reduction. The same kernel serves
+// linear_id: the problem index selects token, slot and (through ids) the expert's matrix.
+#pragma once
+
+#include "quant_common/cuda_ops.hpp"
+#include "quant_common/device_decoders.cuh"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+namespace wo::quant::dev {
+
+constexpr int kGemvWarps = 4;
+constexpr int kDequantThreads = 128;
+constexpr int kMaxGridY = 65535;
+
+__device__ __forceinline__ float4 load_x4(const void *x, int64_t i, bool f16) {
+  if (!f16) return *reinterpret_cast<const float4 *>(static_cast<const float *>(x) + i);
+  const uint2 u = *reinterpret_cast<const uint2 *>(static_cast<const __half *>(x) + i);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ float load_x1(const void *x, int64_t i, bool f16) {
+  return f16 ? __half2float(static_cast<const __half *>(x)[i]) : static_cast<const float *>(x)[i];
+}
+
+__device__ __forceinline__ void store_y(void *y, int64_t i, float v, bool f16) {
+  if (f16)
+    static_cast<__half *>(y)[i] = __float2half_rn(v);
+  else
+    static_cast<float *>(y)[i] = v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
+struct Problem {
+  const uint8_t *w;
+  int64_t x_off, y_off;
+  int ntok;
+  bool bad_expert;
+};
+
+template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, int64_t prob, Problem &q) {
+  q.w = p.w;
+  q.bad_expert = false;
+  if (p.ids) {
+    if (prob >= p.n_tokens * p.n_slots) return false;
+    const int64_t t = prob / p.n_slots, k = prob % p.n_slots;
+    const int32_t e = p.ids[prob];
+    if (e < 0 || e >= p.n_expert)
+      q.bad_expert = true;
+    else
+      q.w += static_cast<uint64_t>(e) * p.expert_bytes;
+    q.x_off = (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+    q.y_off = prob * p.rows;
+    q.ntok = 1;
+    return true;
+  }
+  const int64_t t0 = prob * NT;
+  if (t0 >= p.n_tokens) return false;
+  q.x_off = t0 * p.cols;
+  q.y_off = t0 * p.rows;
+  q.ntok = static_cast<int>(min(static_cast<int64_t>(NT), p.n_tokens - t0));
+  return true;
+}
+
+template <class D, int NT> __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
+  if (row >= p.rows) return;
+  const int64_t n_blocks = p.cols / D::QK;
+  const int64_t n_parts = n_blocks * D::PARTS;
+  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
+    Problem q;
+    if (!resolve<NT>(p, prob, q)) return;
+    if (q.bad_expert) { // an id outside [0, n_expert): make the bug visible instead of reading out of bounds
+      if (lane == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
+      continue;
+    }
+    const uint8_t *w = q.w + row * p.row_bytes;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+#pragma unroll 2
+    for (int64_t i = lane; i < n_parts; i += 32) {
+      const int64_t blk = i / D::PARTS;
+      const int part = static_cast<int>(i % D::PARTS);
+      float v[D::V];
+      D::decode(w + blk * D::BYTES, part, v);
+#pragma unroll
+      for (int g = 0; g < D::V / 4; ++g) {
+        const int64_t s = blk * D::QK + D::start(part, g);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          if (t < q.ntok) {
+            const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
+            acc[t] += v[4 * g] * xv.x + v[4 * g + 1] * xv.y + v[4 * g + 2] * xv.z + v[4 * g + 3] * xv.w;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float s = warp_sum(acc[t]);
+      if (lane == 0 && t < q.ntok) store_y(p.y, q.y_off + t * p.rows + row, s, p.y_f16);
+    }
+  }
+}
+
+template <class D> __global__ void dequant_kernel(const DequantParams p) {
+  const int64_t n_parts = p.cols / D::QK * D::PARTS;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_parts) return;
+  const int64_t blk = i / D::PARTS;
+  const int part = static_cast<int>(i % D::PARTS);
+  for (int64_t r = blockIdx.y; r < p.n_rows; r += gridDim.y) {
+    const int64_t src = p.ids ? p.ids[r] : p.row0 + r;
+    float v[D::V];
+    if (src < 0 || src >= p.n_src_rows) {
+#pragma unroll
+      for (int k = 0; k < D::V; ++k) v[k] = __int_as_float(0x7fc00000);
+    } else {
+      D::decode(p.w + src * p.row_bytes + blk * D::BYTES, part, v);
+    }
+#pragma unroll
+    for (int g = 0; g < D::V / 4; ++g) {
+      const int64_t o = r * p.cols + blk * D::QK + D::start(part, g);
+      if (p.out_f16) {
+        const __half2 a = __floats2half2_rn(v[4 * g], v[4 * g + 1]);
+        const __half2 b = __floats2half2_rn(v[4 * g + 2], v[4 * g + 3]);
+        uint2 u;
+        u.x = *reinterpret_cast<const uint32_t *>(&a);
+        u.y = *reinterpret_cast<const uint32_t *>(&b);
+        *reinterpret_cast<uint2 *>(static_cast<__half *>(p.out) + o) = u;
+      } else {
+        *reinterpret_cast<float4 *>(static_cast<float *>(p.out) + o) =
+            make_float4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
+      }
+    }
+  }
+}
+
+// Plain types whose rows are not a multiple of 8 elements: element by element (rare, small).
+template <class D> __global__ void gemv_scalar_kernel(const GemvParams p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
+  if (row >= p.rows) return;
+  const uint8_t *w = p.w + row * p.row_bytes;
+  for (int64_t t = blockIdx.y; t < p.n_tokens; t += gridDim.y) {
+    float acc = 0.0f;
+    for (int64_t c = lane; c < p.cols; c += 32) acc += D::scalar(w, c) * load_x1(p.x, t * p.cols + c, p.x_f16);
+    acc = warp_sum(acc);
+    if (lane == 0) store_y(p.y, t * p.rows + row, acc, p.y_f16);
+  }
+}
+
+template <class D> __global__ void dequant_scalar_kernel(const DequantParams p) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= p.cols) return;
+  for (int64_t r = blockIdx.y; r < p.n_rows; r += gridDim.y) {
+    const int64_t src = p.ids ? p.ids[r] : p.row0 + r;
+    const float v = (src < 0 || src >= p.n_src_rows) ? __int_as_float(0x7fc00000)
+                                                      : D::scalar(p.w + src * p.row_bytes, c);
+    store_y(p.out, r * p.cols + c, v, p.out_f16);
+  }
+}
+
+inline unsigned grid_y(int64_t n) { return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY))); }
+
+template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int64_t problems = p.ids ? p.n_tokens * p.n_slots : (p.n_tokens + nt - 1) / nt;
+  const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
+  const dim3 block(kGemvWarps * 32);
+  switch (nt) {
+  case 1: gemv_kernel<D, 1><<<grid, block, 0, s>>>(p); break;
+  case 2: gemv_kernel<D, 2><<<grid, block, 0, s>>>(p); break;
+  case 4: gemv_kernel<D, 4><<<grid, block, 0, s>>>(p); break;
+  default: gemv_kernel<D, 8><<<grid, block, 0, s>>>(p); break;
+  }
+}
+
+template <class D> void launch_dequant(const DequantParams &p, void *stream) {
+  const int64_t n_parts = p.cols / D::QK * D::PARTS;
+  const dim3 grid(static_cast<unsigned>((n_parts + kDequantThreads - 1) / kDequantThreads), grid_y(p.n_rows));
+  dequant_kernel<D><<<grid, kDequantThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+}
+
+template <class D> void launch_gemv_scalar(const GemvParams &p, void *stream) {
+  const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(p.n_tokens));
+  gemv_scalar_kernel<D><<<grid, kGemvWarps * 32, 0, static_cast<cudaStream_t>(stream)>>>(p);
+}
+
+template <class D> void launch_dequant_scalar(const DequantParams &p, void *stream) {
+  const dim3 grid(static_cast<unsigned>((p.cols + kDequantThreads - 1) / kDequantThreads), grid_y(p.n_rows));
+  dequant_scalar_kernel<D><<<grid, kDequantThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+}
+
+template <class D> TypeOps make_type_ops() {
+  return TypeOps{D::kType, D::QK, &launch_gemv<D>, &launch_dequant<D>, nullptr, nullptr};
+}
+
+// Plain types (F32/F16/BF16) also get the element-wise kernels for rows not a multiple of 8.
+template <class D> TypeOps make_plain_type_ops() {
+  return TypeOps{D::kType, D::QK, &launch_gemv<D>, &launch_dequant<D>, &launch_gemv_scalar<D>,
+                 &launch_dequant_scalar<D>};
+}
+
+} // namespace wo::quant::dev

@@ -1,0 +1,220 @@
+// The GPU entry points shared by the codecs: validation, GEMV vs GEMM choice, cuBLAS for prefill,
+// error reporting. Type-specific work happens in the TypeOps launchers (linear_kernels.cuh).
+#include "quant_common/cpu_codec.hpp"
+#include "quant_common/cuda_ops.hpp"
+
+#include <worker/ggml_types.hpp>
+#include <worker/sdk.hpp>
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+namespace wo::quant {
+namespace {
+
+std::string describe(const wo_tensor *w) {
+  std::string s = "tensor '" + std::string(w && w->name ? w->name : "?") + "' (" +
+                  type_label(w ? w->ggml_type : 9999u) + ", ne=[";
+  for (uint32_t i = 0; w && i < std::max<uint32_t>(1, w->n_dims) && i < 4; ++i)
+    s += (i ? "," : "") + std::to_string(w->ne[i]);
+  return s + "])";
+}
+
+void check_cuda(cudaError_t e, const std::string &what) {
+  if (e != cudaSuccess) throw Error(WO_ERR_CUDA, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+// `what` is a callable building the message: the decode path must not pay for strings.
+template <class W> void check_launch(const W &what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) check_cuda(e, what() + ": kernel launch");
+}
+
+void check_cublas(cublasStatus_t s, const std::string &what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(WO_ERR_CUDA, what + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+}
+
+struct Shape {
+  int64_t cols, rows; // rows of one matrix (one expert for 3-D weights)
+  uint64_t row_bytes;
+};
+
+Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool experts) {
+  if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": weight tensor is NULL");
+  if (w->ggml_type != ops.type)
+    throw Error(WO_ERR_INTERNAL, std::string(op) + ": " + describe(w) + " routed to the " + type_label(ops.type) +
+                                     " kernels");
+  if (!w->data) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": " + describe(w) + " has no device copy (data is NULL)");
+  Shape s{w->ne[0], 1, 0};
+  for (uint32_t i = 1; i < std::min<uint32_t>(w->n_dims, 4); ++i)
+    if (!experts || i < 2) s.rows *= w->ne[i];
+  if (s.cols <= 0 || !wo::ggml::is_row_valid(w->ggml_type, s.cols))
+    check_row_len(w->ggml_type, s.cols, std::string(op) + ": " + describe(w));
+  s.row_bytes = w->nb1 ? w->nb1 : wo::ggml::row_bytes(w->ggml_type, s.cols);
+  if (s.row_bytes < wo::ggml::row_bytes(w->ggml_type, s.cols))
+    throw Error(WO_ERR_FORMAT, std::string(op) + ": " + describe(w) + ": nb1 " + std::to_string(w->nb1) +
+                                   " is smaller than a row (" +
+                                   std::to_string(wo::ggml::row_bytes(w->ggml_type, s.cols)) + " bytes)");
+  return s;
+}
+
+void check_dtype(wo_dtype t, const char *what, const char *op) {
+  if (t != WO_DTYPE_F32 && t != WO_DTYPE_F16)
+    throw Error(WO_ERR_UNSUPPORTED, std::string(op) + ": " + what + " type must be F32 (0) or F16 (1), found " +
+                                        std::to_string(t));
+}
+
+void check_aligned(const void *p, size_t a, const char *what, const char *op) {
+  if (!p) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": " + what + " is NULL");
+  if (reinterpret_cast<uintptr_t>(p) % a != 0)
+    throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": " + what + " must be " + std::to_string(a) +
+                                             "-byte aligned, found address ending in 0x" +
+                                             std::to_string(reinterpret_cast<uintptr_t>(p) % 256));
+}
+
+bool vector_path(const TypeOps &ops, int64_t cols) { return cols % ops.block_elems == 0; }
+
+int tokens_per_pass(int64_t n) { return n <= 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8; }
+
+__global__ void f32_to_f16_kernel(const float *x, __half *y, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = __float2half_rn(x[i]);
+}
+
+uint64_t align256(uint64_t v) { return (v + 255) & ~uint64_t{255}; }
+
+// Y = W X for many tokens: dequantize row chunks to FP16 scratch, cuBLAS GEMM with FP32 compute.
+void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const Shape &sh, const void *x,
+               wo_dtype x_type, void *y, wo_dtype y_type, int64_t n, const std::string &what) {
+  if (!host->cublas_handle) throw Error(WO_ERR_NO_DEVICE, what + ": the host offers no cuBLAS handle");
+  auto handle = static_cast<cublasHandle_t>(host->cublas_handle);
+  auto stream = static_cast<cudaStream_t>(host->cuda_stream);
+  check_cublas(cublasSetStream(handle, stream), what + ": cublasSetStream");
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t yt = y_type == WO_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+  const size_t y_elem = y_type == WO_DTYPE_F16 ? 2 : 4;
+
+  // F32 weights with F32 activations need no conversion: exact FP32 GEMM straight on the weight.
+  if (w->ggml_type == wo::ggml::F32 && x_type == WO_DTYPE_F32 && sh.row_bytes == static_cast<uint64_t>(sh.cols) * 4) {
+    check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.rows), static_cast<int>(n),
+                              static_cast<int>(sh.cols), &alpha, w->data, CUDA_R_32F, static_cast<int>(sh.cols), x,
+                              CUDA_R_32F, static_cast<int>(sh.cols), &beta, y, yt, static_cast<int>(sh.rows),
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 what + ": cublasGemmEx (F32)");
+    return;
+  }
+
+  const uint64_t x16_bytes = x_type == WO_DTYPE_F16 ? 0 : align256(static_cast<uint64_t>(n) * sh.cols * 2);
+  const int64_t chunk_rows = std::max<int64_t>(
+      1, std::min<int64_t>(sh.rows, static_cast<int64_t>(kGemmScratchBytes / (static_cast<uint64_t>(sh.cols) * 2))));
+  void *scratch = nullptr;
+  if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what + ": the host offers no scratch service");
+  check(host->scratch(host->ctx, x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2, &scratch),
+        what + ": scratch of " + std::to_string(x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2) + " bytes");
+  const void *x16 = x;
+  if (x16_bytes) {
+    auto *dst = static_cast<__half *>(scratch);
+    const int64_t total = n * sh.cols;
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+    f32_to_f16_kernel<<<blocks, 256, 0, stream>>>(static_cast<const float *>(x), dst, total);
+    check_launch([&] { return what + ": activation conversion"; });
+    x16 = dst;
+  }
+  auto *wbuf = reinterpret_cast<__half *>(static_cast<char *>(scratch) + x16_bytes);
+  for (int64_t r0 = 0; r0 < sh.rows; r0 += chunk_rows) {
+    const int64_t cr = std::min(chunk_rows, sh.rows - r0);
+    DequantParams dp{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, nullptr, r0, cr, wbuf, true};
+    (vector_path(ops, sh.cols) ? ops.dequant : ops.dequant_scalar)(dp, stream);
+    check_launch([&] { return what + ": dequantize rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr); });
+    check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cr), static_cast<int>(n),
+                              static_cast<int>(sh.cols), &alpha, wbuf, CUDA_R_16F, static_cast<int>(sh.cols), x16,
+                              CUDA_R_16F, static_cast<int>(sh.cols), &beta, static_cast<char *>(y) + r0 * y_elem, yt,
+                              static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 what + ": cublasGemmEx rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr));
+  }
+}
+
+} // namespace
+
+void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                void *y, wo_dtype y_type, int64_t n_tokens) {
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear: host is NULL");
+  const Shape sh = weight_shape(ops, w, "linear", false);
+  const auto what = [&] { return "linear on " + describe(w) + " with n_tokens=" + std::to_string(n_tokens); };
+  check_dtype(x_type, "x", "linear");
+  check_dtype(y_type, "y", "linear");
+  if (n_tokens < 0) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": n_tokens must be >= 0");
+  if (n_tokens == 0) return;
+  const bool vec = vector_path(ops, sh.cols);
+  if (!vec && !ops.gemv_scalar)
+    throw Error(WO_ERR_FORMAT, what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
+  check_aligned(x, vec ? (x_type == WO_DTYPE_F16 ? 8 : 16) : 4, "x", "linear");
+  check_aligned(y, 4, "y", "linear");
+  GemvParams p{static_cast<const uint8_t *>(w->data), sh.row_bytes, 0, sh.rows, sh.cols, x, x_type == WO_DTYPE_F16,
+               y, y_type == WO_DTYPE_F16, n_tokens, nullptr, 1, 1, 1};
+  if (!vec) {
+    ops.gemv_scalar(p, host->cuda_stream);
+  } else if (n_tokens <= kGemvMaxTokens) {
+    ops.gemv(p, tokens_per_pass(n_tokens), host->cuda_stream);
+  } else {
+    gemm_path(ops, host, w, sh, x, x_type, y, y_type, n_tokens, what());
+    return;
+  }
+  check_launch(what);
+}
+
+void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
+                void *out, wo_dtype out_type) {
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "gather_rows: host is NULL");
+  const Shape sh = weight_shape(ops, w, "gather_rows", false);
+  const auto what = [&] { return "gather_rows on " + describe(w) + " with n=" + std::to_string(n); };
+  check_dtype(out_type, "out", "gather_rows");
+  if (n < 0) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": n must be >= 0");
+  if (n == 0) return;
+  if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
+  const bool vec = vector_path(ops, sh.cols);
+  if (!vec && !ops.dequant_scalar)
+    throw Error(WO_ERR_FORMAT, what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
+  check_aligned(out, vec ? (out_type == WO_DTYPE_F16 ? 8 : 16) : 4, "out", "gather_rows");
+  DequantParams dp{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, ids, 0, n, out,
+                   out_type == WO_DTYPE_F16};
+  (vec ? ops.dequant : ops.dequant_scalar)(dp, host->cuda_stream);
+  check_launch(what);
+}
+
+void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                   int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                   int64_t n_slots) {
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id: host is NULL");
+  const Shape sh = weight_shape(ops, w, "linear_id", true);
+  const auto what = [&] {
+    return "linear_id on " + describe(w) + " with n_tokens=" + std::to_string(n_tokens) +
+           ", n_slots=" + std::to_string(n_slots) + ", x_slots=" + std::to_string(x_slots);
+  };
+  check_dtype(x_type, "x", "linear_id");
+  check_dtype(y_type, "y", "linear_id");
+  const int64_t n_expert = w->n_dims >= 3 ? w->ne[2] : 1;
+  if (n_tokens < 0 || n_slots <= 0 || (x_slots != 1 && x_slots != n_slots))
+    throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": expected n_tokens >= 0, n_slots >= 1 and x_slots 1 or n_slots");
+  if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes)
+    throw Error(WO_ERR_FORMAT, what() + ": nbytes " + std::to_string(w->nbytes) + " is less than experts*rows*nb1 = " +
+                                   std::to_string(static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes));
+  if (n_tokens == 0) return;
+  if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
+  if (!vector_path(ops, sh.cols))
+    throw Error(WO_ERR_UNSUPPORTED, what() + ": row length must be a multiple of " + std::to_string(ops.block_elems));
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_id");
+  check_aligned(y, 4, "y", "linear_id");
+  GemvParams p{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.rows * sh.row_bytes, sh.rows, sh.cols, x,
+               x_type == WO_DTYPE_F16, y, y_type == WO_DTYPE_F16, n_tokens, ids, n_slots, x_slots, n_expert};
+  ops.gemv(p, 1, host->cuda_stream);
+  check_launch(what);
+}
+
+} // namespace wo::quant

@@ -1,0 +1,381 @@
+// GPU numerics of a codec .so through the C ABI, on a minimal device host (stream, cuBLAS, scratch):
+// linear (GEMV and GEMM paths) at the model shapes against an FP64 CPU reference on the exactly
+// dequantized weights, gather_rows bit-exact, linear_id against per-expert linear, the fixture
+// GEMV goldens, and the decode path's promises (no scratch call, CUDA-graph capturable).
+// Skips without a CUDA device.
+#include "plugin_under_test.hpp"
+#include "quant_common/device_test_host.hpp"
+#include "quant_common/random_blocks.hpp"
+#include "quant_common/scalar_convert.hpp"
+#include "test_util.hpp"
+
+#include <worker/ggml_types.hpp>
+
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <thread>
+
+namespace wo::quant::testing {
+namespace {
+
+template <class T> class DeviceArray {
+public:
+  explicit DeviceArray(size_t n) : n_(n) { cuda_ok(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  ~DeviceArray() { cudaFree(p_); }
+  DeviceArray(const DeviceArray &) = delete;
+  DeviceArray &operator=(const DeviceArray &) = delete;
+  T *get() const { return p_; }
+  void upload(const T *src, size_t n) { cuda_ok(cudaMemcpy(p_, src, n * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
+  std::vector<T> download(size_t n) const {
+    std::vector<T> v(n);
+    cuda_ok(cudaMemcpy(v.data(), p_, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    return v;
+  }
+
+private:
+  T *p_ = nullptr;
+  size_t n_;
+};
+
+// Row length the type can hold nearest to `cols` (896 -> 1024 and 2880 -> 2816 for 256-blocks).
+int64_t valid_cols(uint32_t type, int64_t cols) {
+  const int64_t b = wo::ggml::type_info(type)->block_elems;
+  const int64_t down = cols / b * b, up = down + (cols % b ? b : 0);
+  if (down == 0) return up;
+  return (cols - down) < (up - cols) ? down : up;
+}
+
+wo_tensor make_tensor(uint32_t type, void *data, int64_t cols, int64_t rows, int64_t experts = 1) {
+  wo_tensor t{};
+  t.struct_size = sizeof t;
+  t.ggml_type = type;
+  t.name = "test.weight";
+  t.n_dims = experts > 1 ? 3 : 2;
+  t.ne[0] = cols;
+  t.ne[1] = rows;
+  t.ne[2] = experts;
+  t.ne[3] = 1;
+  t.nb1 = wo::ggml::row_bytes(type, cols);
+  t.nbytes = t.nb1 * rows * experts;
+  t.data = data;
+  return t;
+}
+
+// Up to 256 rows (always the first and last) whose reference we compute.
+std::vector<int64_t> sample_rows(int64_t rows, std::mt19937_64 &rng) {
+  if (rows <= 256) {
+    std::vector<int64_t> all(rows);
+    for (int64_t i = 0; i < rows; ++i) all[i] = i;
+    return all;
+  }
+  std::set<int64_t> s{0, rows - 1};
+  while (s.size() < 256) s.insert(static_cast<int64_t>(rng() % rows));
+  return {s.begin(), s.end()};
+}
+
+// ref[t][i] = sum_c w[i][c] * x[t][c] in FP64, threads over rows.
+std::vector<double> reference(const std::vector<float> &w, int64_t k, const std::vector<float> &x, int64_t n,
+                              int64_t cols) {
+  std::vector<double> ref(static_cast<size_t>(n * k));
+  const unsigned nth = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> th;
+  for (unsigned j = 0; j < nth; ++j)
+    th.emplace_back([&, j] {
+      for (int64_t i = j; i < k; i += nth)
+        for (int64_t t = 0; t < n; ++t) {
+          double acc = 0;
+          const float *wr = &w[i * cols], *xr = &x[t * cols];
+          for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(wr[c]) * xr[c];
+          ref[t * k + i] = acc;
+        }
+    });
+  for (auto &t : th) t.join();
+  return ref;
+}
+
+double rel_err(const std::vector<float> &y, int64_t rows, const std::vector<int64_t> &sample, const std::vector<double> &ref,
+               int64_t n) {
+  double num = 0, den = 0;
+  const int64_t k = static_cast<int64_t>(sample.size());
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < k; ++i) {
+      const double d = y[t * rows + sample[i]] - ref[t * k + i];
+      num += d * d;
+      den += ref[t * k + i] * ref[t * k + i];
+    }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+class GpuCodec : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+    plugin = std::make_unique<LoadedCodec>();
+    q = plugin->codec();
+    ASSERT_NE(q, nullptr);
+    ASSERT_NE(q->linear, nullptr) << "CUDA build without GPU entry points";
+    dev = std::make_unique<DeviceTestHost>();
+    seed = fresh_seed();
+    rng.seed(seed);
+    std::printf("[ seed     ] %llu (replay with WORKER_TEST_SEED)\n", static_cast<unsigned long long>(seed));
+  }
+
+  std::vector<float> dequant_rows(uint32_t type, const std::vector<uint8_t> &raw, const std::vector<int64_t> &rows,
+                                  int64_t cols) {
+    const uint64_t rb = wo::ggml::row_bytes(type, cols);
+    std::vector<float> w(rows.size() * cols);
+    for (size_t i = 0; i < rows.size(); ++i)
+      EXPECT_EQ(q->dequantize_rows(type, raw.data() + rows[i] * rb, 1, cols, &w[i * cols]), WO_OK) << q->last_error();
+    return w;
+  }
+
+  std::unique_ptr<LoadedCodec> plugin;
+  const wo_quant_v1 *q = nullptr;
+  std::unique_ptr<DeviceTestHost> dev;
+  uint64_t seed = 0;
+  std::mt19937_64 rng;
+};
+
+struct ShapeCase {
+  int64_t rows, cols;
+};
+const ShapeCase kShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2880, 2880}, {4096, 4096}};
+const int64_t kTokens[] = {1, 7, 64, 512};
+constexpr double kLinearTol = 2e-3;
+
+TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
+  for (uint32_t type : kPlugin.types) {
+    for (const auto &s : kShapes) {
+      const int64_t cols = valid_cols(type, s.cols), rows = s.rows;
+      const auto raw = random_blocks(type, rows, cols, rng());
+      DeviceArray<uint8_t> w(raw.size());
+      w.upload(raw.data(), raw.size());
+      const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+      ASSERT_EQ(q->check_tensor(&t), WO_OK) << q->last_error();
+      const auto sample = sample_rows(rows, rng);
+      const auto wref = dequant_rows(type, raw, sample, cols);
+      const auto xall = normal_floats(static_cast<size_t>(512 * cols), rng());
+      DeviceArray<float> x(xall.size()), y(static_cast<size_t>(512 * rows));
+      x.upload(xall.data(), xall.size());
+      for (int64_t n : kTokens) {
+        ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK) << q->last_error();
+        dev->sync();
+        const auto yh = y.download(static_cast<size_t>(n * rows));
+        const std::vector<float> xn(xall.begin(), xall.begin() + n * cols);
+        const double err = rel_err(yh, rows, sample, reference(wref, sample.size(), xn, n, cols), n);
+        std::printf("[ linear   ] %-5s %6lldx%-5lld n=%-3lld rel_l2=%.3e%s\n", wo::ggml::type_name(type),
+                    static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(n), err,
+                    cols != s.cols ? " (row length adjusted to the block size)" : "");
+        EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " " << rows << "x" << cols << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST_F(GpuCodec, HalfActivationsAndOutputs) {
+  for (uint32_t type : kPlugin.types) {
+    const int64_t rows = 896, cols = valid_cols(type, 4864);
+    const auto raw = random_blocks(type, rows, cols, rng());
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+    const auto sample = sample_rows(rows, rng);
+    const auto wref = dequant_rows(type, raw, sample, cols);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{64}}) {
+      auto xf = normal_floats(static_cast<size_t>(n * cols), rng());
+      std::vector<uint16_t> xh(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) {
+        xh[i] = float_to_half(xf[i]);
+        xf[i] = half_to_float(xh[i]); // the reference sees exactly what the kernel reads
+      }
+      DeviceArray<uint16_t> x(xh.size()), y(static_cast<size_t>(n * rows));
+      x.upload(xh.data(), xh.size());
+      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F16, y.get(), WO_DTYPE_F16, n), WO_OK) << q->last_error();
+      dev->sync();
+      const auto yh = y.download(static_cast<size_t>(n * rows));
+      std::vector<float> yf(yh.size());
+      for (size_t i = 0; i < yh.size(); ++i) yf[i] = half_to_float(yh[i]);
+      const double err = rel_err(yf, rows, sample, reference(wref, sample.size(), xf, n, cols), n);
+      EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " F16 x/y n=" << n;
+    }
+  }
+}
+
+TEST_F(GpuCodec, GatherRowsIsExact) {
+  for (uint32_t type : kPlugin.types) {
+    for (int64_t cols : {int64_t{1024}, int64_t{100}}) {
+      if (!wo::ggml::is_row_valid(type, cols)) continue; // 100 only for the plain types (scalar path)
+      const int64_t rows = 300, n = 37;
+      const auto raw = random_blocks(type, rows, cols, rng());
+      DeviceArray<uint8_t> w(raw.size());
+      w.upload(raw.data(), raw.size());
+      const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+      std::vector<int32_t> ids(n);
+      for (auto &i : ids) i = static_cast<int32_t>(rng() % rows);
+      ids[0] = 0;
+      ids[1] = rows - 1;
+      ids[2] = ids[3];
+      DeviceArray<int32_t> dids(n);
+      dids.upload(ids.data(), n);
+      DeviceArray<float> out32(n * cols);
+      DeviceArray<uint16_t> out16(n * cols);
+      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out32.get(), WO_DTYPE_F32), WO_OK) << q->last_error();
+      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out16.get(), WO_DTYPE_F16), WO_OK) << q->last_error();
+      dev->sync();
+      const auto g32 = out32.download(n * cols);
+      const auto g16 = out16.download(n * cols);
+      std::vector<int64_t> rows64(ids.begin(), ids.end());
+      const auto want = dequant_rows(type, raw, rows64, cols);
+      size_t bad32 = 0, bad16 = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        bad32 += float_to_bits(g32[i]) != float_to_bits(want[i]);
+        bad16 += g16[i] != float_to_half(want[i]);
+      }
+      EXPECT_EQ(bad32, 0u) << wo::ggml::type_name(type) << " cols=" << cols << ": F32 gather differs from CPU";
+      EXPECT_EQ(bad16, 0u) << wo::ggml::type_name(type) << " cols=" << cols << ": F16 gather differs from CPU";
+    }
+  }
+}
+
+TEST_F(GpuCodec, PlainTypesWithOddRowLengths) {
+  for (uint32_t type : kPlugin.types) {
+    if (wo::ggml::type_info(type)->block_elems != 1) continue;
+    const int64_t rows = 130, cols = 100;
+    const auto raw = random_blocks(type, rows, cols, rng());
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+    const auto sample = sample_rows(rows, rng);
+    const auto wref = dequant_rows(type, raw, sample, cols);
+    for (int64_t n : {int64_t{1}, int64_t{20}}) {
+      const auto xf = normal_floats(static_cast<size_t>(n * cols), rng());
+      DeviceArray<float> x(xf.size()), y(n * rows);
+      x.upload(xf.data(), xf.size());
+      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK) << q->last_error();
+      dev->sync();
+      const double err = rel_err(y.download(n * rows), rows, sample, reference(wref, sample.size(), xf, n, cols), n);
+      EXPECT_LE(err, 1e-5) << wo::ggml::type_name(type) << " n=" << n;
+    }
+  }
+}
+
+TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
+  for (uint32_t type : kPlugin.types) {
+    const int64_t cols = valid_cols(type, 2880), rows = 320, experts = 8, slots = 4;
+    const auto raw = random_blocks(type, rows * experts, cols, rng());
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    const wo_tensor t = make_tensor(type, w.get(), cols, rows, experts);
+    ASSERT_EQ(q->check_tensor(&t), WO_OK) << q->last_error();
+    for (int64_t n : {int64_t{1}, int64_t{5}}) {
+      for (int64_t x_slots : {int64_t{1}, slots}) {
+        std::vector<int32_t> ids(n * slots);
+        for (auto &e : ids) e = static_cast<int32_t>(rng() % experts);
+        const auto xf = normal_floats(static_cast<size_t>(n * x_slots * cols), rng());
+        DeviceArray<float> x(xf.size()), y(n * slots * rows), y1(rows);
+        DeviceArray<int32_t> dids(ids.size());
+        x.upload(xf.data(), xf.size());
+        dids.upload(ids.data(), ids.size());
+        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n, dids.get(),
+                               slots),
+                  WO_OK)
+            << q->last_error();
+        dev->sync();
+        const auto yh = y.download(n * slots * rows);
+        for (int64_t tk = 0; tk < n * slots; ++tk) {
+          const int64_t tok = tk / slots, k = tk % slots, e = ids[tk];
+          const float *xp = x.get() + (tok * x_slots + (x_slots == 1 ? 0 : k)) * cols;
+          const wo_tensor te = make_tensor(type, w.get() + e * rows * t.nb1, cols, rows);
+          ASSERT_EQ(q->linear(dev->host(), &te, xp, WO_DTYPE_F32, y1.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+          dev->sync();
+          const auto want = y1.download(rows);
+          std::vector<int64_t> all(rows);
+          for (int64_t r = 0; r < rows; ++r) all[r] = e * rows + r;
+          const auto wref = dequant_rows(type, raw, all, cols);
+          const std::vector<float> xv(xf.begin() + (tok * x_slots + (x_slots == 1 ? 0 : k)) * cols,
+                                      xf.begin() + (tok * x_slots + (x_slots == 1 ? 0 : k) + 1) * cols);
+          const auto ref = reference(wref, rows, xv, 1, cols);
+          const std::vector<float> got(yh.begin() + tk * rows, yh.begin() + (tk + 1) * rows);
+          std::vector<int64_t> idx(rows);
+          for (int64_t r = 0; r < rows; ++r) idx[r] = r;
+          EXPECT_LE(rel_l2(got.data(), want.data(), rows), 1e-6) << wo::ggml::type_name(type) << " slot " << tk;
+          EXPECT_LE(rel_err(got, rows, idx, ref, 1), kLinearTol) << wo::ggml::type_name(type) << " slot " << tk;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuCodec, FixtureGemvGoldensReproduce) {
+  const auto bytes = read_file(fixtures_dir() + "/quant/index.json");
+  rapidjson::Document doc;
+  doc.Parse(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  ASSERT_TRUE(doc.IsArray());
+  int checked = 0;
+  for (const auto &e : doc.GetArray()) {
+    uint32_t type = UINT32_MAX;
+    for (uint32_t id : kPlugin.types)
+      if (std::string(e["type"].GetString()) == wo::ggml::type_name(id)) type = id;
+    if (type == UINT32_MAX) continue;
+    const std::string base = fixtures_dir() + "/quant/" + e["file_prefix"].GetString();
+    const int64_t rows = e["rows"].GetInt64(), cols = e["cols"].GetInt64();
+    const auto raw = read_file(base + ".raw.bin");
+    const auto xf = read_array<float>(base + ".x.f32");
+    const auto want = read_array<double>(base + ".y.f64");
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    DeviceArray<float> x(cols), y(rows);
+    x.upload(xf.data(), cols);
+    const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+    ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+    dev->sync();
+    const auto got = y.download(rows);
+    double num = 0, den = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      num += (got[r] - want[r]) * (got[r] - want[r]);
+      den += want[r] * want[r];
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-300));
+    std::printf("[ golden   ] %-24s rel_l2=%.3e\n", e["file_prefix"].GetString(), err);
+    EXPECT_LE(err, 1e-2) << base; // M0-W-1822
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {
+  const uint32_t type = kPlugin.types.back();
+  const int64_t rows = 1000, cols = valid_cols(type, 1024);
+  const auto raw = random_blocks(type, rows, cols, rng());
+  DeviceArray<uint8_t> w(raw.size());
+  w.upload(raw.data(), raw.size());
+  const wo_tensor t = make_tensor(type, w.get(), cols, rows);
+  const auto xf = normal_floats(cols, rng());
+  DeviceArray<float> x(cols), y(rows), y2(rows);
+  x.upload(xf.data(), cols);
+  const size_t before = dev->scratch_calls();
+  ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+  EXPECT_EQ(dev->scratch_calls(), before) << "the n_tokens=1 path asked for scratch";
+  dev->sync();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(dev->stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const wo_status st = q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y2.get(), WO_DTYPE_F32, 1);
+  ASSERT_EQ(cudaStreamEndCapture(dev->stream(), &graph), cudaSuccess);
+  ASSERT_EQ(st, WO_OK) << q->last_error();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, dev->stream()), cudaSuccess);
+  dev->sync();
+  EXPECT_EQ(y.download(rows), y2.download(rows)) << "graph replay differs from the direct launch";
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+} // namespace
+} // namespace wo::quant::testing

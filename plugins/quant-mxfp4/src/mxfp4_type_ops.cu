@@ -1,0 +1,13 @@
+// Instantiates the shared CUDA kernels for MXFP4.
+#include "mxfp4_codec.hpp"
+
+#include "quant_common/linear_kernels.cuh"
+
+namespace wo::quant {
+
+const TypeOps *Mxfp4Codec::ops(uint32_t type) {
+  static const TypeOps mxfp4 = dev::make_type_ops<dev::DecMXFP4>();
+  return type == mxfp4.type ? &mxfp4 : nullptr;
+}
+
+} // namespace wo::quant
