@@ -38,7 +38,8 @@ void session_begin(Instance &inst, int64_t n_ctx) {
 }
 
 namespace {
-void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, const float *logits) {
+void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, const float *logits,
+                uint32_t flags) {
   const Session &s = inst.session;
   if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session (call session_begin first)");
   if (!tokens || !logits) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: tokens and logits must not be NULL");
@@ -47,6 +48,12 @@ void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t 
     throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
                                              std::to_string(pos + n - 1) + " exceed the session's n_ctx " +
                                              std::to_string(s.n_ctx));
+  if (!(flags & WO_FWD_TOKENS_ON_DEVICE)) // device ids cannot be read without a sync; the host checks those
+    for (int64_t i = 0; i < n; ++i)
+      if (tokens[i] < 0 || tokens[i] >= inst.hp.n_vocab)
+        throw Error(WO_ERR_INVALID_ARGUMENT, "forward: token id " + std::to_string(tokens[i]) + " at index " +
+                                                 std::to_string(i) + " outside the vocabulary 0.." +
+                                                 std::to_string(inst.hp.n_vocab - 1));
   if (inst.hp.family == Family::Gpt2 && pos + n > inst.hp.n_ctx_train)
     throw Error(WO_ERR_INVALID_ARGUMENT, "forward: gpt2 has learned positions 0.." +
                                              std::to_string(inst.hp.n_ctx_train - 1) + " (position_embd), asked up to " +
@@ -56,7 +63,7 @@ void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t 
 } // namespace
 
 void forward(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
-  check_args(inst, tokens, n, pos, logits);
+  check_args(inst, tokens, n, pos, logits, flags);
   forward_device(inst, tokens, n, pos, logits, flags);
 }
 

@@ -172,6 +172,12 @@ TEST(GptPluginAbi, ForwardRefusesPositionsPastTheSessionAndTheLearnedTable) {
       << p.vt().last_error(made.inst);
   EXPECT_EQ(p.vt().forward(made.inst, toks.data(), 0, 0, logits, 0), WO_ERR_INVALID_ARGUMENT);
 
+  // Host token ids are checked against the vocabulary before anything is enqueued.
+  std::vector<int32_t> bad = {1, 2, 50257};
+  EXPECT_EQ(p.vt().forward(made.inst, bad.data(), 3, 0, logits, 0), WO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(p.vt().last_error(made.inst)).find("token id 50257 at index 2"), std::string::npos)
+      << p.vt().last_error(made.inst);
+
   // gpt2 knows positions 0..511 only, whatever the session size.
   ASSERT_EQ(p.vt().session_begin(made.inst, 1024), WO_OK);
   EXPECT_EQ(p.vt().forward(made.inst, toks.data(), 8, 508, logits, 0), WO_ERR_INVALID_ARGUMENT);
