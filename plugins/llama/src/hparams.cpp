@@ -95,7 +95,7 @@ uint64_t scratch_bytes(const HParams &hp, int64_t n_batch) {
                                + hp.q_dim()       // attention output
                                + 3 * hp.n_ff);    // gate, up, activation
   const uint64_t ints = 2 * n;                    // token ids, positions
-  return floats * sizeof(float) + ints * sizeof(int32_t) + 8 * 256; // 256-byte alignment per buffer
+  return floats * sizeof(float) + ints * sizeof(int32_t) + 16 * 256; // 256-byte alignment per buffer
 }
 
 } // namespace wo::llama

@@ -29,6 +29,8 @@ struct Model::Scratch {
   float *act = nullptr;  // [n][n_ff] silu(gate) * up
   int32_t *tokens = nullptr;
   int32_t *positions = nullptr;
+  float *attn_ws = nullptr; // attention split-K workspace
+  int64_t attn_ws_floats = 0;
 };
 
 namespace {
@@ -55,13 +57,18 @@ Model::Model(const wo_host *host, const wo_arch_config &cfg)
 
 Model::~Model() { session_end(); }
 
+uint64_t Model::session_scratch_bytes(const HParams &hp, int64_t n_batch) {
+  const int64_t ws = k::attention_workspace_floats(n_batch, hp.n_head, hp.head_dim);
+  return scratch_bytes(hp, n_batch) + static_cast<uint64_t>(ws) * sizeof(float) + 256;
+}
+
 void Model::session_begin(int64_t n_ctx) {
   session_end();
   if (n_ctx <= 0 || n_ctx > INT32_MAX)
     throw Error(WO_ERR_INVALID_ARGUMENT, "session_begin: n_ctx expected in 1.." + std::to_string(INT32_MAX) +
                                              ", found " + std::to_string(n_ctx));
   const uint64_t kv_bytes = hp_.kv_bytes_per_token() * static_cast<uint64_t>(n_ctx);
-  const uint64_t sc_bytes = scratch_bytes(hp_, n_batch_);
+  const uint64_t sc_bytes = session_scratch_bytes(hp_, n_batch_);
   const wo_host *h = host_.raw();
   wo_status s = h->vram_alloc(h->ctx, kv_bytes, WO_VRAM_KV_CACHE, &kv_);
   if (s != WO_OK) {
@@ -89,6 +96,8 @@ void Model::session_begin(int64_t n_ctx) {
   bufs_->act = c.take<float>(n * hp_.n_ff);
   bufs_->tokens = c.take<int32_t>(n);
   bufs_->positions = c.take<int32_t>(n);
+  bufs_->attn_ws_floats = k::attention_workspace_floats(n, hp_.n_head, hp_.head_dim);
+  bufs_->attn_ws = c.take<float>(bufs_->attn_ws_floats);
   if (c.p > static_cast<char *>(scratch_) + sc_bytes) {
     session_end();
     throw Error(WO_ERR_INTERNAL, "session_begin: scratch layout exceeds its planned size");
@@ -181,6 +190,8 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
   ap.causal = true;
   ap.window = hp_.sliding_window;
+  ap.workspace = b.attn_ws;
+  ap.workspace_floats = b.attn_ws_floats;
 
   // q, k, v views: three contiguous blocks, or one fused [n][q+2kv] block read with a stride.
   const int64_t qkv_stride = QD + 2 * KVD;

@@ -29,6 +29,10 @@ public:
 
   const HParams &hparams() const { return hp_; }
 
+  // Device scratch one session allocates: activations (scratch_bytes) plus the attention
+  // workspace that lets decode split keys over blocks.
+  static uint64_t session_scratch_bytes(const HParams &hp, int64_t n_batch);
+
 private:
   struct Scratch; // device activation buffers, carved from one allocation
   void run_chunk(const int32_t *tokens_dev, int64_t n, int64_t pos, float *logits, bool logits_all);

@@ -43,7 +43,11 @@ wo_status plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan *out
     p.n_embd = hp.n_embd;
     p.n_layer = hp.n_layer;
     p.kv_bytes_per_token = hp.kv_bytes_per_token();
+#ifdef WORKER_WITH_CUDA
+    p.scratch_bytes = Model::session_scratch_bytes(hp, n_batch);
+#else
     p.scratch_bytes = scratch_bytes(hp, n_batch);
+#endif
     // Write only what the host's struct holds (an older host may know fewer fields).
     const size_t n = out->struct_size ? std::min<size_t>(out->struct_size, sizeof p) : sizeof p;
     p.struct_size = static_cast<uint32_t>(n);

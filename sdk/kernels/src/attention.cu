@@ -1,12 +1,15 @@
-// Attention over the FP16 KV cache, one kernel for prefill and decode.
+// Attention over the FP16 KV cache, one kernel family for prefill and decode.
 //
-// One block per (query token, head); its warps split the visible keys and each keeps an online
-// softmax (running max m, denominator l, weighted value sum acc) so scores never need a buffer
-// of n_kv floats. The warps' partial states are merged at the end, exactly as a later
-// split-over-keys decode kernel will merge partial states from several blocks.
+// One block per (query token, head, key split); its warps split the block's keys and each keeps an
+// online softmax (running max m, denominator l, weighted value sum acc), so scores never need a
+// buffer of n_kv floats. The warps' states are merged in the block. With one split the block
+// writes the output; with several (decode: few queries, long context, flash-decoding) each block
+// writes its partial state to the workspace and a second kernel merges the splits.
 #include "launch.cuh"
 
 #include <worker/kernels.hpp>
+
+#include <algorithm>
 
 namespace wo::kernels {
 namespace {
@@ -14,28 +17,39 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxPerLane = kMaxHeadDim / 32;
+constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
+constexpr int kMaxSplits = 64;
+constexpr int64_t kMinKeysPerSplit = 64;
+constexpr int64_t kTargetBlocks = 264; // about two waves of blocks on a 132-SM H100
 
 struct AttnConsts {
   int64_t pos0, n_kv, window, q_stride, out_stride;
-  int32_t n_heads, n_kv_heads, head_dim;
+  int32_t n_heads, n_kv_heads, head_dim, n_splits;
   float scale;
   bool causal;
   const float *sinks;
+  float *ws; // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
 };
 
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
   const int64_t t = blockIdx.x;
   const int32_t h = blockIdx.y;
+  const int32_t split = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int32_t hd = k.head_dim;
   const int32_t kvh = h / (k.n_heads / k.n_kv_heads);
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
 
-  // Visible keys [lo, hi) for the query at position p.
+  // Visible keys [lo, hi) for the query at position p, then this split's share of them.
   const int64_t p = k.pos0 + t;
-  const int64_t hi = k.causal ? min(p + 1, k.n_kv) : k.n_kv;
-  const int64_t lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
+  int64_t hi = k.causal ? min(p + 1, k.n_kv) : k.n_kv;
+  int64_t lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
+  if (k.n_splits > 1) {
+    const int64_t chunk = (hi - lo + k.n_splits - 1) / k.n_splits;
+    lo = lo + split * chunk;
+    hi = min(hi, lo + chunk);
+  }
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
   const float *qt = q + t * k.q_stride + static_cast<int64_t>(h) * hd;
@@ -77,13 +91,28 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   __syncthreads();
 
-  float big = k.sinks ? k.sinks[h] : -INFINITY;
-  for (int w = 0; w < kWarps; ++w) big = fmaxf(big, sm_m[w]);
-  float denom = k.sinks ? expf(k.sinks[h] - big) : 0.0f;
+  // Merge the warps. A final block folds in the sink (a logit with no value); a partial block
+  // leaves that to the merge kernel.
+  const bool partial = k.n_splits > 1;
+  const bool sink = k.sinks && !partial;
+  float big = sink ? k.sinks[h] : -INFINITY;
+  for (int w = 0; w < kWarps; ++w)
+    if (sm_l[w] > 0.0f) big = fmaxf(big, sm_m[w]);
+  float denom = sink ? expf(k.sinks[h] - big) : 0.0f;
   float wt[kWarps];
   for (int w = 0; w < kWarps; ++w) {
     wt[w] = sm_l[w] > 0.0f ? expf(sm_m[w] - big) : 0.0f; // empty warps have m = -inf
     denom += sm_l[w] * wt[w];
+  }
+  if (partial) {
+    float *ws = k.ws + ((t * k.n_heads + h) * k.n_splits + split) * (2 + hd);
+    if (threadIdx.x == 0) ws[0] = big, ws[1] = denom; // denom == 0: no keys in this split
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+      float o = 0.0f;
+      for (int w = 0; w < kWarps; ++w) o += sm_acc[w][d] * wt[w];
+      ws[2 + d] = o;
+    }
+    return;
   }
   const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
   float *ot = out + t * k.out_stride + static_cast<int64_t>(h) * hd;
@@ -94,15 +123,59 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// Merges the splits' partial states of one (query, head) per block.
+__global__ void attention_merge_kernel(float *out, AttnConsts k) {
+  const int64_t t = blockIdx.x;
+  const int32_t h = blockIdx.y;
+  const int32_t hd = k.head_dim, S = k.n_splits;
+  const float *ws = k.ws + (t * k.n_heads + h) * static_cast<int64_t>(S) * (2 + hd);
+  float big = k.sinks ? k.sinks[h] : -INFINITY;
+  for (int s = 0; s < S; ++s)
+    if (ws[s * (2 + hd) + 1] > 0.0f) big = fmaxf(big, ws[s * (2 + hd)]);
+  float denom = k.sinks ? expf(k.sinks[h] - big) : 0.0f;
+  for (int s = 0; s < S; ++s) {
+    const float l = ws[s * (2 + hd) + 1];
+    if (l > 0.0f) denom += l * expf(ws[s * (2 + hd)] - big);
+  }
+  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  float *ot = out + t * k.out_stride + static_cast<int64_t>(h) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float o = 0.0f;
+    for (int s = 0; s < S; ++s) {
+      const float l = ws[s * (2 + hd) + 1];
+      if (l > 0.0f) o += ws[s * (2 + hd) + 2 + d] * expf(ws[s * (2 + hd)] - big);
+    }
+    ot[d] = o * inv;
+  }
+}
+
+// Splits that fill the GPU for this call, limited by the keys and the workspace given.
+int32_t choose_splits(const AttentionParams &p) {
+  if (!p.workspace || p.n_tokens > kMaxSplitTokens) return 1;
+  const int64_t blocks = p.n_tokens * p.n_heads;
+  int64_t s = (kTargetBlocks + blocks - 1) / blocks;
+  const int64_t span = p.window > 0 ? std::min(p.window, p.n_kv) : p.n_kv;
+  s = std::min<int64_t>({s, kMaxSplits, (span + kMinKeysPerSplit - 1) / kMinKeysPerSplit});
+  const int64_t per_split = blocks * (2 + p.head_dim);
+  s = std::min<int64_t>(s, p.workspace_floats / per_split);
+  return static_cast<int32_t>(std::max<int64_t>(s, 1));
+}
+
 } // namespace
+
+int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim) {
+  if (n_tokens <= 0 || n_heads <= 0 || head_dim <= 0) return 0;
+  return std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (2 + head_dim);
+}
 
 cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
                       const AttentionParams &p, cudaStream_t stream) {
   const int64_t q_row = static_cast<int64_t>(p.n_heads) * p.head_dim;
   if (!q || !k_cache || !v_cache || !out || q == out || p.n_tokens < 0 || p.n_tokens > 0x7fffffff ||
-      p.pos0 < 0 || p.n_kv < 0 || p.n_heads <= 0 || p.n_heads > 65535 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0 ||
-      p.head_dim <= 0 || p.head_dim > kMaxHeadDim || p.window < 0 || (p.q_stride != 0 && p.q_stride < q_row) ||
-      (p.out_stride != 0 && p.out_stride < q_row))
+      p.pos0 < 0 || p.n_kv < 0 || p.n_heads <= 0 || p.n_heads > 65535 || p.n_kv_heads <= 0 ||
+      p.n_heads % p.n_kv_heads != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim || p.window < 0 ||
+      (p.q_stride != 0 && p.q_stride < q_row) || (p.out_stride != 0 && p.out_stride < q_row) ||
+      p.workspace_floats < 0)
     return cudaErrorInvalidValue;
   if (p.n_tokens == 0) return cudaSuccess;
   AttnConsts k{};
@@ -117,8 +190,17 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   k.scale = p.scale;
   k.causal = p.causal;
   k.sinks = p.sinks;
-  const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
+  k.n_splits = choose_splits(p);
+  k.ws = p.workspace;
+  const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
+                  static_cast<unsigned>(k.n_splits));
   attention_kernel<<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, out, k);
+  if (k.n_splits > 1) {
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
+    attention_merge_kernel<<<merge_grid, 128, 0, stream>>>(out, k);
+  }
   return detail::launched();
 }
 

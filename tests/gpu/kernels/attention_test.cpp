@@ -64,6 +64,8 @@ TEST(AttentionKernel, MatchesReference) {
       {"hd256 gqa 8:1", 3, 1000, 8, 1, 256, 0, false, true, 0, 0},
       {"non-causal", 6, 0, 2, 1, 32, 0, false, false, 0, 0},
       {"hd32 qwen2-like", 200, 0, 2, 1, 32, 0, false, true, 64, 0},
+      {"decode wide window + sinks", 1, 2000, 4, 2, 64, 300, true, true, 0, 0},
+      {"speculative 4 queries gqa", 4, 900, 14, 2, 64, 0, false, true, 0, 0},
   };
   for (const Case &c : cases) {
     const int64_t q_row = int64_t(c.n_heads) * c.head_dim, kv_row = int64_t(c.n_kv_heads) * c.head_dim;
@@ -93,11 +95,21 @@ TEST(AttentionKernel, MatchesReference) {
     ap.q_stride = c.q_pad ? q_stride : 0;
     ap.out_stride = c.out_pad ? out_stride : 0;
     ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess) << c.name;
+    const auto single = dout.download();
+    // The same call with a workspace: decode-shaped calls split their keys over several blocks.
+    const int64_t ws_floats = attention_workspace_floats(c.n_tokens, c.n_heads, c.head_dim);
+    DeviceBuffer<float> ws(ws_floats);
+    ap.workspace = ws_floats ? ws.get() : nullptr;
+    ap.workspace_floats = ws_floats;
+    dout.upload(sentinel);
+    ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess) << c.name;
+    const auto split = dout.download();
     auto ref = reference(c, q, q_stride, kc, vc, sinks, n_kv, scale, out_stride);
     for (int64_t t = 0; t < c.n_tokens; ++t)
       for (int64_t e = q_row; e < out_stride; ++e) ref[t * out_stride + e] = 123.0;
     // Tolerance: FP32 scores/softmax vs double over identical FP16 K/V: 5e-5 abs + 5e-4 rel.
-    EXPECT_TRUE(close(dout.download(), ref, 5e-5, 5e-4)) << c.name << " seed " << seed;
+    EXPECT_TRUE(close(single, ref, 5e-5, 5e-4)) << c.name << " seed " << seed;
+    EXPECT_TRUE(close(split, ref, 5e-5, 5e-4)) << c.name << " (with workspace) seed " << seed;
   }
 }
 

@@ -121,7 +121,17 @@ struct AttentionParams {
                                 // softmax denominator without a value (gpt-oss)
   int64_t q_stride = 0;   // floats between query token rows (0 = n_heads * head_dim)
   int64_t out_stride = 0; // floats between output token rows (0 = n_heads * head_dim)
+  // Optional device workspace for splitting the keys over several blocks (flash-decoding), which
+  // decode (few queries, long context) needs to fill the GPU. nullptr / too small: no split.
+  // Size it with attention_workspace_floats() for the largest call (it depends on n_tokens,
+  // n_heads and head_dim only).
+  float *workspace = nullptr;
+  int64_t workspace_floats = 0;
 };
+
+// Floats of workspace that lets attention() split keys for up to n_tokens queries of n_heads
+// heads of head_dim (0 when it never splits for such calls).
+int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim);
 
 // out[t][h][:] = softmax_j(scale * q[t][h] . K[j][h/g]) · V[j][h/g] over the visible keys j.
 // q: FP32 [n_tokens][n_heads][head_dim]; k_cache/v_cache: one layer's FP16 cache (see kv_write);
