@@ -166,7 +166,7 @@ void Server::start() {
   Poco::Net::ServerSocket socket;
   try {
     Poco::Net::SocketAddress addr(ctx_->options.bind, ctx_->options.port);
-    socket.bind(addr, true);
+    socket.bind(addr, true, false); // SO_REUSEADDR for restarts, never SO_REUSEPORT: a second worker must fail
     socket.listen(64);
   } catch (const Poco::Exception &e) {
     throw std::runtime_error("cannot listen on " + ctx_->options.bind + ":" + std::to_string(ctx_->options.port) +
