@@ -186,6 +186,11 @@ std::string format_sample_value(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
+  // Whole numbers (counts, bytes, bucket bounds) print as integers, never as 1e+01.
+  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.17g", v);
   // Prefer the shortest form that round-trips (e.g. "0.1" rather than "0.10000000000000001").
   for (int prec = 1; prec <= 17; ++prec) {
