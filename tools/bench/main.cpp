@@ -1,0 +1,340 @@
+// bench: the figures users trust. Loads a model in the engine and reports load time (cold and warm
+// file cache), VRAM by category, time to first token, prefill and decode speed with inter-token
+// latency, and the decode floor (weight bytes read per token / HBM bandwidth measured in the same
+// run). `--http URL` measures the same things as a client of the running worker sees them.
+//
+//   bench --model M [--plugin-dir D] [--json] [--n-decode 256] [--prompts 16,128,512,2048]
+//         [--depths 128,2048] [--reps 3]
+//   bench --http http://127.0.0.1:8080 [--n-decode 256] [--reps 5] [--json]
+#include "http_bench.hpp"
+#include "stats.hpp"
+
+#include "engine/engine.hpp"
+#include "gguf/gguf_file.hpp"
+#include "plugins/registry.hpp"
+#include "sampling/gpu_sampler.hpp"
+
+#include <worker/sdk.hpp>
+
+#include <cuda_runtime.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using wo::bench::median;
+using wo::bench::percentile;
+
+struct Options {
+  std::string model, plugin_dir, http;
+  bool json = false;
+  int gpu = 0;
+  int n_decode = 256;
+  int reps = 3;
+  std::vector<int> prompts = {16, 128, 512, 2048};
+  std::vector<int> depths = {128, 2048};
+};
+
+std::vector<int> parse_list(const std::string &s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) v.push_back(std::stoi(x));
+  return v;
+}
+
+double secs_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Device-to-device copy bandwidth (read + write bytes per second), median of 20 copies of 1 GiB.
+double measure_copy_bandwidth() {
+  const size_t bytes = size_t{1} << 30;
+  void *a = nullptr, *b = nullptr;
+  check(cudaMalloc(&a, bytes), "cudaMalloc a");
+  check(cudaMalloc(&b, bytes), "cudaMalloc b");
+  check(cudaMemset(a, 1, bytes), "memset");
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+  std::vector<double> bw;
+  for (int i = 0; i < 23; ++i) {
+    check(cudaEventRecord(e0), "record");
+    check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "copy");
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    if (i >= 3) bw.push_back(2.0 * static_cast<double>(bytes) / (ms * 1e-3));
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  return median(bw);
+}
+
+// Weight bytes one decode step reads: every matrix once, the LM head included; the embedding
+// table only when it doubles as the LM head; MoE experts only for the experts a token uses.
+double weight_bytes_per_token(const std::string &model) {
+  auto f = wo::gguf::File::open(model);
+  const std::string arch = f->architecture();
+  const bool has_output = f->find_tensor("output.weight") != nullptr;
+  double n_expert = 1;
+  for (const auto &t : f->tensors())
+    if (t.name.find("_exps.") != std::string::npos && t.n_dims == 3) n_expert = static_cast<double>(t.ne[2]);
+  const double n_used = f->has(arch + ".expert_used_count") ? static_cast<double>(f->get_int(arch + ".expert_used_count")) : 1.0;
+  double sum = 0;
+  for (const auto &t : f->tensors()) {
+    double b = static_cast<double>(t.nbytes);
+    if (t.name == "token_embd.weight" && has_output) continue;
+    if (t.name.find("_exps.") != std::string::npos) b *= n_used / n_expert;
+    sum += b;
+  }
+  return sum;
+}
+
+struct Bench {
+  const Options &o;
+  std::unique_ptr<wo::engine::Engine> engine;
+  std::unique_ptr<wo::sampling::GpuSampler> sampler;
+  std::mt19937 rng{1234};
+
+  std::vector<int32_t> random_prompt(int n) {
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(std::min<int64_t>(engine->vocab_size(), 30000) - 1));
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (auto &x : ids) x = d(rng);
+    return ids;
+  }
+
+  void make_sampler() {
+    const wo_host *h = engine->host();
+    sampler = std::make_unique<wo::sampling::GpuSampler>(
+        engine->vocab_size(), engine->stream(),
+        [h](size_t bytes) -> void * {
+          void *p = nullptr;
+          return h->vram_alloc(h->ctx, bytes, WO_VRAM_SCRATCH, &p) == WO_OK ? p : nullptr;
+        },
+        [h](void *p) { h->vram_free(h->ctx, p); });
+  }
+
+  // Prefill n tokens from position 0 and choose the first token: (TTFT s, prefill-only s).
+  std::pair<double, double> ttft(int n) {
+    auto ids = random_prompt(n);
+    engine->begin_session(n + 8);
+    wo::sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    engine->synchronize();
+    auto t0 = Clock::now();
+    engine->forward(ids.data(), n, 0, false);
+    engine->synchronize();
+    double prefill = secs_since(t0);
+    sampler->reset();
+    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->fetch_id();
+    double total = secs_since(t0);
+    engine->end_session();
+    return {total, prefill};
+  }
+
+  // Decode n_decode tokens after a prompt of `depth` tokens, the way the worker does: sample on
+  // the device, copy the id, feed it back. Per-token latencies in ms.
+  std::vector<double> decode(int depth) {
+    auto ids = random_prompt(depth);
+    engine->begin_session(depth + o.n_decode + 8);
+    wo::sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    sampler->reset();
+    engine->forward(ids.data(), depth, 0, false);
+    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->fetch_id();
+    std::vector<double> lat;
+    for (int i = 0; i < o.n_decode; ++i) {
+      auto t0 = Clock::now();
+      engine->forward(sampler->device_id(), 1, depth + i, false, true);
+      sampler->sample(engine->logits_device(), greedy, 0);
+      sampler->fetch_id();
+      lat.push_back(secs_since(t0) * 1e3);
+    }
+    engine->end_session();
+    return lat;
+  }
+};
+
+struct Llamacpp {
+  const char *name;
+  double pp512, tg128;
+};
+
+// llama.cpp CUDA on the same H100 with files of these shapes (llama-bench, batch 1; tools issue).
+const Llamacpp *llamacpp_figures(const std::string &arch) {
+  static const Llamacpp qwen{"Qwen2.5-0.5B Q4_K_M", 39700, 844}, phi{"Phi-3-mini Q4_K_M", 14400, 334},
+      oss{"GPT-OSS-20B MXFP4", 9900, 340};
+  if (arch == "qwen2") return &qwen;
+  if (arch == "phi3") return &phi;
+  if (arch == "gpt-oss" || arch == "gptoss") return &oss;
+  return nullptr;
+}
+
+int run_engine_bench(const Options &o) {
+  wo::engine::EngineOptions eo;
+  eo.model = o.model;
+  eo.plugin_dir = o.plugin_dir.empty() ? wo::plugins::Registry::default_dir() : o.plugin_dir;
+  eo.gpu_device = o.gpu;
+  int max_ctx = 0;
+  for (int p : o.prompts) max_ctx = std::max(max_ctx, p + 16);
+  for (int d : o.depths) max_ctx = std::max(max_ctx, d + o.n_decode + 16);
+  eo.n_ctx = max_ctx;
+  eo.residency_interval_s = 0;
+
+  // Cold load: drop the file's pages from the page cache first (best effort).
+  int fd = ::open(o.model.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  check(cudaSetDevice(o.gpu), "cudaSetDevice");
+  check(cudaFree(nullptr), "CUDA context");
+  auto t0 = Clock::now();
+  {
+    wo::engine::Engine cold;
+    cold.load(eo);
+  }
+  double load_cold = secs_since(t0);
+  Bench b{o, std::make_unique<wo::engine::Engine>(), nullptr};
+  t0 = Clock::now();
+  b.engine->load(eo);
+  double load_warm = secs_since(t0);
+  b.make_sampler();
+  const auto info = b.engine->info();
+  const auto vram = b.engine->vram();
+  const double bw = measure_copy_bandwidth();
+  const double wbytes = weight_bytes_per_token(o.model);
+  // Decode reads weights once per token: floor time = bytes / (bandwidth / 2) since the copy
+  // figure counts both the read and the write.
+  const double floor_tps = (bw / 2.0) / wbytes;
+
+  struct Row {
+    int n;
+    double ttft_ms, prefill_tps;
+  };
+  std::vector<Row> rows;
+  b.ttft(16); // warm-up
+  for (int n : o.prompts) {
+    std::vector<double> tt, pf;
+    for (int r = 0; r < o.reps; ++r) {
+      auto [t, p] = b.ttft(n);
+      tt.push_back(t * 1e3);
+      pf.push_back(n / p);
+    }
+    rows.push_back({n, median(tt), median(pf)});
+  }
+  struct Dec {
+    int depth;
+    double tps, med, p95;
+  };
+  std::vector<Dec> decs;
+  b.decode(32); // warm-up
+  for (int d : o.depths) {
+    auto lat = b.decode(d);
+    double total = 0;
+    for (double x : lat) total += x;
+    decs.push_back({d, lat.size() / (total * 1e-3), median(lat), percentile(lat, 95)});
+  }
+  const Llamacpp *ref = llamacpp_figures(info.architecture);
+  const uint64_t MB = 1 << 20;
+  if (o.json) {
+    std::printf("{\"model\":\"%s\",\"architecture\":\"%s\",\"quant_kind\":\"%s\",\"gpu\":\"%s\","
+                "\"load_s\":{\"cold\":%.3f,\"warm\":%.3f},"
+                "\"vram_bytes\":{\"weights\":%llu,\"kv_cache\":%llu,\"scratch\":%llu,\"total\":%llu},"
+                "\"copy_bandwidth_gbs\":%.1f,\"weight_bytes_per_token\":%.0f,\"decode_floor_tps\":%.1f,\"prefill\":[",
+                o.model.c_str(), info.architecture.c_str(), info.quant_kind.c_str(), info.gpu_name.c_str(), load_cold,
+                load_warm, static_cast<unsigned long long>(vram.current[0]),
+                static_cast<unsigned long long>(vram.current[1]), static_cast<unsigned long long>(vram.current[2]),
+                static_cast<unsigned long long>(vram.total_current), bw / 1e9, wbytes, floor_tps);
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::printf("%s{\"prompt_tokens\":%d,\"ttft_ms\":%.3f,\"prefill_tps\":%.1f}", i ? "," : "", rows[i].n,
+                  rows[i].ttft_ms, rows[i].prefill_tps);
+    std::printf("],\"decode\":[");
+    for (size_t i = 0; i < decs.size(); ++i)
+      std::printf("%s{\"depth\":%d,\"tokens\":%d,\"tps\":%.1f,\"itl_ms_median\":%.4f,\"itl_ms_p95\":%.4f,"
+                  "\"floor_fraction\":%.3f}",
+                  i ? "," : "", decs[i].depth, o.n_decode, decs[i].tps, decs[i].med, decs[i].p95,
+                  decs[i].tps / floor_tps);
+    std::printf("]");
+    if (ref) std::printf(",\"llamacpp\":{\"name\":\"%s\",\"pp512\":%.0f,\"tg128\":%.0f}", ref->name, ref->pp512, ref->tg128);
+    std::printf("}\n");
+    return 0;
+  }
+  std::printf("model %s (%s, %s) on %s\n", o.model.c_str(), info.architecture.c_str(), info.quant_kind.c_str(),
+              info.gpu_name.c_str());
+  std::printf("load            cold %.2f s   warm %.2f s\n", load_cold, load_warm);
+  std::printf("VRAM            weights %llu MiB   KV %llu MiB   scratch %llu MiB   total %llu MiB\n",
+              static_cast<unsigned long long>(vram.current[0] / MB), static_cast<unsigned long long>(vram.current[1] / MB),
+              static_cast<unsigned long long>(vram.current[2] / MB), static_cast<unsigned long long>(vram.total_current / MB));
+  std::printf("bandwidth       D2D copy %.0f GB/s; weights read per token %.1f MB; decode floor %.0f tok/s\n", bw / 1e9,
+              wbytes / 1e6, floor_tps);
+  std::printf("\n%-14s %12s %14s\n", "prompt tokens", "TTFT ms", "prefill tok/s");
+  for (const auto &r : rows) std::printf("%-14d %12.2f %14.0f\n", r.n, r.ttft_ms, r.prefill_tps);
+  std::printf("\n%-8s %10s %12s %12s %12s\n", "depth", "tok/s", "ITL med ms", "ITL p95 ms", "of floor");
+  for (const auto &d : decs)
+    std::printf("%-8d %10.1f %12.3f %12.3f %11.0f%%\n", d.depth, d.tps, d.med, d.p95, 100.0 * d.tps / floor_tps);
+  if (ref) {
+    double pp512 = 0;
+    for (const auto &r : rows)
+      if (r.n == 512) pp512 = r.prefill_tps;
+    std::printf("\nvs llama.cpp (%s, same H100 class): pp512 %.0f vs %.0f tok/s (x%.2f); decode %.0f vs %.0f tok/s "
+                "(x%.2f)\n",
+                ref->name, pp512, ref->pp512, pp512 / ref->pp512, decs.empty() ? 0.0 : decs[0].tps, ref->tg128,
+                decs.empty() ? 0.0 : decs[0].tps / ref->tg128);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  wo::bench::HttpBenchOptions h;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::runtime_error("option " + a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--help" || a == "-h") {
+        std::printf("usage: bench --model M [--plugin-dir D] [--gpu-device N] [--json] [--n-decode 256]\n"
+                    "             [--prompts 16,128,512,2048] [--depths 128,2048] [--reps 3]\n"
+                    "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] [--json]\n");
+        return 0;
+      } else if (a == "--model") o.model = value();
+      else if (a == "--plugin-dir") o.plugin_dir = value();
+      else if (a == "--gpu-device") o.gpu = std::stoi(value());
+      else if (a == "--json") o.json = h.json = true;
+      else if (a == "--n-decode") o.n_decode = h.max_tokens = std::stoi(value());
+      else if (a == "--prompts") o.prompts = parse_list(value());
+      else if (a == "--depths") o.depths = parse_list(value());
+      else if (a == "--reps") o.reps = h.requests = std::stoi(value());
+      else if (a == "--http") o.http = h.url = value();
+      else if (a == "--prompt") h.prompt = value();
+      else throw std::runtime_error("unknown option '" + a + "' (see --help)");
+    }
+    if (!o.http.empty()) return wo::bench::run_http_bench(h);
+    if (o.model.empty()) throw std::runtime_error("--model or --http is required (see --help)");
+    return run_engine_bench(o);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+    return 1;
+  }
+}
