@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the GGUF reader's libFuzzer target for SECONDS (default 60) and print how many executions
-# it made. Configures and builds BUILD_DIR with clang + WORKER_FUZZ=ON when it has no gguf_fuzz yet.
+# it made. Configures BUILD_DIR with clang + WORKER_FUZZ=ON when it is not configured yet, and
+# (re)builds the two fuzz targets.
 #   tests/fuzz/run_gguf_fuzz.sh BUILD_DIR [SECONDS]
 # Exit status: 0 when the fuzzer found nothing, non-zero otherwise (the crashing input is kept in
 # BUILD_DIR/fuzz/gguf/artifacts/).
@@ -11,14 +12,12 @@ seconds=${2:-60}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fixtures=${WORKER_FIXTURES_DIR:-$root/tests/fixtures}
 
-if [[ ! -x $build/bin/gguf_fuzz ]]; then
-  if [[ ! -f $build/CMakeCache.txt ]]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DWORKER_FUZZ=ON -DWORKER_WITH_CUDA=OFF -DWORKER_BUILD_BENCH=OFF
-  fi
-  cmake --build "$build" --target gguf_fuzz gguf_fuzz_seeds -j"${JOBS:-2}"
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DWORKER_FUZZ=ON -DWORKER_WITH_CUDA=OFF -DWORKER_BUILD_BENCH=OFF
 fi
+cmake --build "$build" --target gguf_fuzz gguf_fuzz_seeds -j"${JOBS:-2}"
 
 work=$build/fuzz/gguf
 mkdir -p "$work/corpus" "$work/seeds" "$work/artifacts"
@@ -29,7 +28,8 @@ cp -f "$fixtures"/models/*.gguf "$work/seeds/"
 
 log=$work/fuzz.log
 set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/fuzz/ubsan.supp} \
   "$build/bin/gguf_fuzz" "$work/corpus" "$work/seeds" \
   -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" >"$log" 2>&1

@@ -129,6 +129,10 @@ private:
   }
   void check_name(std::string_view s, const std::string &what, uint64_t at) const {
     if (s.empty()) fail(what + " at offset " + hex(at) + ": expected a non-empty name, found an empty one");
+    // Names cross the C ABI as NUL-terminated strings: an embedded NUL would make two names equal.
+    if (size_t nul = s.find('\0'); nul != std::string_view::npos)
+      fail(what + " " + printable(s) + " at offset " + hex(at) + ": expected no NUL bytes, found one at index " +
+           std::to_string(nul));
     size_t bad = utf8_invalid_at(s);
     if (bad != std::string_view::npos)
       fail(what + " " + printable(s) + " at offset " + hex(at) + ": expected valid UTF-8, found an invalid byte at index " +

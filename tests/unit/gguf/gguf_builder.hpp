@@ -108,7 +108,7 @@ public:
     f.resize(data_offset, 0);
     for (size_t i = 0; i < tensors_.size(); ++i) {
       const uint64_t at = data_offset + tensor_rel[i];
-      if (tensor_rel[i] > (1ull << 30)) continue; // absurd offsets stay in the header only
+      if (tensor_rel[i] > (1ull << 30) || tensors_[i].nbytes == 0) continue; // absurd offsets: header only
       if (at + tensors_[i].nbytes > f.size()) f.resize(at + tensors_[i].nbytes, 0);
       std::memcpy(f.data() + at, tensors_[i].data.data(), tensors_[i].nbytes);
     }

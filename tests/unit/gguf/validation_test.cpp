@@ -239,6 +239,19 @@ TEST(GgufValidation, OverlongAndSurrogateUtf8Rejected) {
   EXPECT_NO_THROW(File::parse(bytes.data(), bytes.size()));
 }
 
+TEST(GgufValidation, NulInNamesRejected) {
+  {
+    GgufBuilder b;
+    b.kv_u32(std::string("general.a\0b", 11), 1);
+    expect_has(error_of(b.build()), {"metadata key #0", "no NUL bytes", "index 9"});
+  }
+  {
+    GgufBuilder b;
+    b.tensor(std::string("w\0", 2), {32}, ggml::F32, 128);
+    expect_has(error_of(b.build()), {"tensor #0 name", "no NUL bytes", "index 1"});
+  }
+}
+
 TEST(GgufValidation, EmptyKey) {
   GgufBuilder b;
   b.kv_u32("", 1);
