@@ -208,38 +208,63 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name + "' failed: " +
                        status_name(s));
 
+  const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
+  const float eps = hp_.rms_eps;
+  auto f32 = [](const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; };
+  // x[rows] += o[rows]; h = rmsnorm(x[rows]) * w: one kernel when fused.
+  auto residual_then_norm = [&](const wo_tensor *norm, int64_t first, int64_t rows, const char *what, int il) {
+    float *x = b.x + first * E;
+    const float *o = b.o + first * E;
+    if (fuse) {
+      cuda(k::add_rms_norm(x, o, f32(norm), b.h, rows, E, eps, st), what, il);
+    } else {
+      cuda(k::add(x, x, o, rows * E, st), what, il);
+      cuda(k::rms_norm(x, f32(norm), b.h, rows, E, eps, st), what, il);
+    }
+  };
+
   const uint64_t layer_kv = static_cast<uint64_t>(n_ctx_) * KVD; // halves per K (or V) per layer
+  cuda(k::rms_norm(b.x, f32(w_.layers[0].attn_norm), b.h, n, E, eps, st), "attn_norm", 0);
   for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) {
     const LayerWeights &L = w_.layers[il];
     __half *kc = static_cast<__half *>(kv_) + 2 * layer_kv * il;
     __half *vc = kc + layer_kv;
 
-    // Attention block.
-    cuda(k::rms_norm(b.x, static_cast<const float *>(L.attn_norm->data), b.h, n, E, hp_.rms_eps, st),
-         "attn_norm", il);
+    // Attention block (h = rmsnorm(x) * attn_norm is ready): q, k, v (+bias), RoPE, cache, attend.
+    const float *q_bias = f32(fused_qkv ? L.qkv_bias : L.q_bias);
+    const float *k_bias = fused_qkv ? (q_bias ? q_bias + QD : nullptr) : f32(L.k_bias);
+    const float *v_bias = fused_qkv ? (q_bias ? q_bias + QD + KVD : nullptr) : f32(L.v_bias);
     if (fused_qkv) {
       linear(L.qkv, b.h, b.qkv, n, il);
-      if (L.qkv_bias)
-        cuda(k::add_bias(b.qkv, static_cast<const float *>(L.qkv_bias->data), n, qkv_stride, st), "qkv bias", il);
     } else {
       linear(L.q, b.h, q, n, il);
       linear(L.k, b.h, kk, n, il);
       linear(L.v, b.h, v, n, il);
-      if (L.q_bias) cuda(k::add_bias(q, static_cast<const float *>(L.q_bias->data), n, QD, st), "q bias", il);
-      if (L.k_bias) cuda(k::add_bias(kk, static_cast<const float *>(L.k_bias->data), n, KVD, st), "k bias", il);
-      if (L.v_bias) cuda(k::add_bias(v, static_cast<const float *>(L.v_bias->data), n, KVD, st), "v bias", il);
     }
-    cuda(k::rope(q, n, hp_.n_head, hp_.head_dim, b.positions, rp, st, q_stride), "rope q", il);
-    cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, b.positions, rp, st, kv_stride), "rope k", il);
-    cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride), "kv write", il);
+    if (fuse) {
+      k::QkvRopeCache a;
+      a.q = q, a.k = kk, a.v = v;
+      a.q_stride = q_stride, a.kv_stride = kv_stride;
+      a.q_bias = q_bias, a.k_bias = k_bias, a.v_bias = v_bias;
+      a.k_cache = kc, a.v_cache = vc;
+      a.pos0 = pos;
+      a.positions = b.positions;
+      a.n_heads = hp_.n_head, a.n_kv_heads = hp_.n_head_kv, a.head_dim = hp_.head_dim;
+      cuda(k::rope_kv_write(a, n, rp, st), "bias + rope + kv write", il);
+    } else {
+      if (q_bias) cuda(k::add_bias(q, q_bias, n, QD, st, q_stride), "q bias", il);
+      if (k_bias) cuda(k::add_bias(kk, k_bias, n, KVD, st, kv_stride), "k bias", il);
+      if (v_bias) cuda(k::add_bias(v, v_bias, n, KVD, st, kv_stride), "v bias", il);
+      cuda(k::rope(q, n, hp_.n_head, hp_.head_dim, b.positions, rp, st, q_stride), "rope q", il);
+      cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, b.positions, rp, st, kv_stride), "rope k", il);
+      cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride), "kv write", il);
+    }
     cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
     linear(L.o, b.att, b.o, n, il);
-    if (L.o_bias) cuda(k::add_bias(b.o, static_cast<const float *>(L.o_bias->data), n, E, st), "o bias", il);
-    cuda(k::add(b.x, b.x, b.o, n * E, st), "attention residual", il);
+    if (L.o_bias) cuda(k::add_bias(b.o, f32(L.o_bias), n, E, st), "o bias", il);
+    residual_then_norm(L.ffn_norm, 0, n, "attention residual + ffn_norm", il);
 
     // Feed-forward block: x += down(silu(gate(h)) * up(h)).
-    cuda(k::rms_norm(b.x, static_cast<const float *>(L.ffn_norm->data), b.h, n, E, hp_.rms_eps, st), "ffn_norm",
-         il);
     if (fused_ffn) {
       linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
       cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
@@ -249,14 +274,13 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
     }
     linear(L.down, b.act, b.o, n, il);
-    cuda(k::add(b.x, b.x, b.o, n * E, st), "ffn residual", il);
+    if (il + 1 < hp_.n_layer) residual_then_norm(w_.layers[il + 1].attn_norm, 0, n, "ffn residual + attn_norm", il);
   }
 
+  // The last FFN residual is only needed for the rows whose logits are wanted.
   if (!logits) return; // an earlier prefill chunk when only the last position's logits are wanted
   const int64_t n_out = logits_all ? n : 1;
-  const float *x_out = logits_all ? b.x : b.x + (n - 1) * E;
-  cuda(k::rms_norm(x_out, static_cast<const float *>(w_.output_norm->data), b.h, n_out, E, hp_.rms_eps, st),
-       "output_norm", -1);
+  residual_then_norm(w_.output_norm, n - n_out, n_out, "ffn residual + output_norm", -1);
   linear(w_.output, b.h, logits, n_out, -1);
 }
 

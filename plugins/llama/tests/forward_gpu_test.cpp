@@ -33,8 +33,8 @@ constexpr double kTol = 2e-4;
 struct Instance {
   const wo_arch_v1 *v;
   wo_arch_instance *inst = nullptr;
-  Instance(const wo_arch_v1 *vt, TestHost &h, int64_t n_batch) : v(vt) {
-    wo_arch_config cfg{sizeof(wo_arch_config), 64, n_batch, 0};
+  Instance(const wo_arch_v1 *vt, TestHost &h, int64_t n_batch, uint32_t flags = 0) : v(vt) {
+    wo_arch_config cfg{sizeof(wo_arch_config), 64, n_batch, flags};
     EXPECT_EQ(v->create(h.host(), &cfg, &inst), WO_OK) << v->last_error(nullptr);
   }
   ~Instance() {
@@ -129,6 +129,25 @@ TEST_P(ForwardTest, ChunkedPrefillEqualsOnePass) {
   got = download(logits_, tokens_.size() * spec_.n_vocab, dev_->stream());
   for (size_t t = 0; t < tokens_.size(); ++t)
     EXPECT_LE(rel_l2(got.data() + t * spec_.n_vocab, ref_row(t), spec_.n_vocab), kTol) << "position " << t;
+}
+
+TEST_P(ForwardTest, UnfusedKernelsGiveTheSameLogits) {
+  Instance fused(vt_, *host_, 64), plain(vt_, *host_, 64, WO_ARCH_UNFUSED);
+  ASSERT_NE(fused.inst, nullptr);
+  ASSERT_NE(plain.inst, nullptr);
+  ASSERT_EQ(vt_->session_begin(fused.inst, 64), WO_OK) << fused.err();
+  ASSERT_EQ(vt_->session_begin(plain.inst, 64), WO_OK) << plain.err();
+  const int64_t V = spec_.n_vocab, T = tokens_.size();
+  ASSERT_EQ(vt_->forward(plain.inst, tokens_.data(), T, 0, logits_, WO_FWD_LOGITS_ALL), WO_OK) << plain.err();
+  const auto a = download(logits_, T * V, dev_->stream());
+  ASSERT_EQ(vt_->forward(fused.inst, tokens_.data(), T, 0, logits_, WO_FWD_LOGITS_ALL), WO_OK) << fused.err();
+  const auto b = download(logits_, T * V, dev_->stream());
+  for (int64_t t = 0; t < T; ++t) {
+    EXPECT_LE(rel_l2(a.data() + t * V, ref_row(t), V), kTol) << "unfused, position " << t << " seed " << spec_.seed;
+    std::vector<double> fused_row(b.begin() + t * V, b.begin() + (t + 1) * V);
+    // Same math in another order of FP32 operations: 1e-5 relative L2.
+    EXPECT_LE(rel_l2(a.data() + t * V, fused_row.data(), V), 1e-5) << "position " << t << " seed " << spec_.seed;
+  }
 }
 
 TEST_P(ForwardTest, SameInputGivesIdenticalLogits) {

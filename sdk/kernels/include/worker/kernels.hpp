@@ -105,6 +105,38 @@ cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_
                      int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, cudaStream_t stream,
                      int64_t src_stride = 0);
 
+// ---- fused kernels (the plain ones above stay the reference and the WO_ARCH_UNFUSED path) ------
+
+// Residual add fused with the next norm: x[r] += delta[r]; y[r] = rms_norm(x[r]) * w.
+// y must not alias x or delta.
+cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows, int64_t n_cols,
+                         float eps, cudaStream_t stream);
+
+// Bias, RoPE and the KV-cache write of one layer's fresh q/k/v in one pass:
+//   q[t][h] = rope(q[t][h] + q_bias[h])                 (in place; attention reads it next)
+//   k_cache[pos0 + t] = fp16(rope(k[t] + k_bias))        (k itself is left unchanged)
+//   v_cache[pos0 + t] = fp16(v[t] + v_bias)
+// Biases may be nullptr. Token rows of q are q_stride floats apart, of k and v kv_stride
+// (0 = contiguous), so a fused [q;k;v] row works as well as three buffers.
+struct QkvRopeCache {
+  float *q = nullptr;
+  const float *k = nullptr;
+  const float *v = nullptr;
+  int64_t q_stride = 0;
+  int64_t kv_stride = 0;
+  const float *q_bias = nullptr;
+  const float *k_bias = nullptr;
+  const float *v_bias = nullptr;
+  __half *k_cache = nullptr; // one layer's cache, [pos][n_kv_heads][head_dim]
+  __half *v_cache = nullptr;
+  int64_t pos0 = 0;
+  const int32_t *positions = nullptr; // device int32 [n_tokens], RoPE positions
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0; // even
+};
+cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream);
+
 // ---- attention ---------------------------------------------------------------------------------
 
 struct AttentionParams {

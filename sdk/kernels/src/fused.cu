@@ -1,0 +1,101 @@
+// Fused kernels: fewer launches and memory passes on the decode path, where a small model spends
+// more time launching kernels than computing. Each matches a composition of plain kernels.
+#include "launch.cuh"
+#include "rope_math.cuh"
+
+#include <worker/kernels.hpp>
+
+namespace wo::kernels {
+namespace {
+
+__global__ void add_rms_norm_kernel(float *x, const float *delta, const float *w, float *y, int64_t n_cols,
+                                    float eps) {
+  float *xr = x + blockIdx.x * n_cols;
+  const float *dr = delta + blockIdx.x * n_cols;
+  float *yr = y + blockIdx.x * n_cols;
+  float ss = 0.0f;
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) {
+    const float v = xr[c] + dr[c];
+    xr[c] = v;
+    ss += v * v;
+  }
+  ss = detail::block_sum(ss); // each thread re-reads only the x values it wrote itself
+  const float inv = rsqrtf(ss / static_cast<float>(n_cols) + eps);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
+}
+
+// One thread per (token, head slot, pair); slots are the q heads, then k heads, then v heads.
+__global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::RopeConsts k) {
+  const int32_t hd = a.head_dim, pairs = hd / 2;
+  const int32_t slots = a.n_heads + 2 * a.n_kv_heads;
+  const int64_t n = n_tokens * slots * pairs;
+  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * hd;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t i = static_cast<int32_t>(idx % pairs);
+    const int64_t ts = idx / pairs;
+    const int32_t slot = static_cast<int32_t>(ts % slots);
+    const int64_t t = ts / slots;
+    int32_t da, db; // the two dims this thread owns
+    detail::rope_pair_dims(k, i, da, db);
+    if (slot < a.n_heads + a.n_kv_heads) { // q or k: bias, then rotate when the pair is rotated
+      const bool is_q = slot < a.n_heads;
+      const int32_t h = is_q ? slot : slot - a.n_heads;
+      const float *src = is_q ? a.q + t * a.q_stride + static_cast<int64_t>(h) * hd
+                              : a.k + t * a.kv_stride + static_cast<int64_t>(h) * hd;
+      const float *bias = is_q ? a.q_bias : a.k_bias;
+      float x0 = src[da], x1 = src[db];
+      if (bias) x0 += bias[h * hd + da], x1 += bias[h * hd + db];
+      if (i < k.n_dims / 2) {
+        float c, s;
+        detail::rope_cos_sin(k, a.positions[t], i, c, s);
+        const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+        x0 = r0, x1 = r1;
+      }
+      if (is_q) {
+        float *dst = a.q + t * a.q_stride + static_cast<int64_t>(h) * hd;
+        dst[da] = x0, dst[db] = x1;
+      } else {
+        __half *dst = a.k_cache + (a.pos0 + t) * kv_row + static_cast<int64_t>(h) * hd;
+        dst[da] = __float2half_rn(x0), dst[db] = __float2half_rn(x1);
+      }
+    } else { // v: bias and store
+      const int32_t h = slot - a.n_heads - a.n_kv_heads;
+      const float *src = a.v + t * a.kv_stride + static_cast<int64_t>(h) * hd;
+      float x0 = src[2 * i], x1 = src[2 * i + 1];
+      if (a.v_bias) x0 += a.v_bias[h * hd + 2 * i], x1 += a.v_bias[h * hd + 2 * i + 1];
+      __half *dst = a.v_cache + (a.pos0 + t) * kv_row + static_cast<int64_t>(h) * hd;
+      dst[2 * i] = __float2half_rn(x0), dst[2 * i + 1] = __float2half_rn(x1);
+    }
+  }
+}
+
+} // namespace
+
+cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows, int64_t n_cols,
+                         float eps, cudaStream_t stream) {
+  if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
+    return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  add_rms_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, delta, w, y, n_cols, eps);
+  return detail::launched();
+}
+
+cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream) {
+  const int64_t q_row = static_cast<int64_t>(a.n_heads) * a.head_dim;
+  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
+  QkvRopeCache c = a;
+  c.q_stride = a.q_stride ? a.q_stride : q_row;
+  c.kv_stride = a.kv_stride ? a.kv_stride : kv_row;
+  detail::RopeConsts k{};
+  if (!a.q || !a.k || !a.v || !a.k_cache || !a.v_cache || !a.positions || n_tokens < 0 || a.pos0 < 0 ||
+      a.n_kv_heads <= 0 || c.q_stride < q_row || c.kv_stride < kv_row ||
+      !detail::make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k))
+    return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  const int64_t n = n_tokens * (a.n_heads + 2 * a.n_kv_heads) * (a.head_dim / 2);
+  rope_kv_write_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(c, n_tokens, k);
+  return detail::launched();
+}
+
+} // namespace wo::kernels

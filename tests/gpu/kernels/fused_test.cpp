@@ -1,0 +1,113 @@
+// Fused kernels vs CPU references: add + RMSNorm, and bias + RoPE + FP16 KV-cache write.
+#include "device_buffer.hpp"
+#include "rope_ref.hpp"
+
+#include <worker/kernels.hpp>
+
+namespace wo::kernels::test {
+namespace {
+
+TEST(FusedKernels, AddRmsNormUpdatesResidualAndNorms) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (int64_t cols : {64, 896, 3072}) {
+    const int64_t rows = 5;
+    auto x = randn(rows * cols, rng), d = randn(rows * cols, rng), w = randn(cols, rng, 0.2f, 1.0f);
+    DeviceBuffer<float> dx(x), dd(d), dw(w), dy(rows * cols);
+    ASSERT_EQ(add_rms_norm(dx.get(), dd.get(), dw.get(), dy.get(), rows, cols, 1e-6f, nullptr), cudaSuccess);
+    std::vector<double> rx(rows * cols), ry(rows * cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        rx[r * cols + c] = double(x[r * cols + c]) + d[r * cols + c];
+        ss += rx[r * cols + c] * rx[r * cols + c];
+      }
+      const double inv = 1 / std::sqrt(ss / cols + 1e-6);
+      for (int64_t c = 0; c < cols; ++c) ry[r * cols + c] = rx[r * cols + c] * inv * w[c];
+    }
+    // Tolerance: FP32 sums vs double: 1e-5 abs + 1e-4 rel.
+    EXPECT_TRUE(close(dx.download(), rx, 1e-6, 1e-6)) << "residual, cols " << cols << " seed " << seed;
+    EXPECT_TRUE(close(dy.download(), ry, 1e-5, 1e-4)) << "norm, cols " << cols << " seed " << seed;
+  }
+}
+
+struct Case {
+  const char *name;
+  int32_t n_heads, n_kv_heads, head_dim, rope_dims;
+  RopeMode mode;
+  bool fused_rows, biases, yarn;
+};
+
+TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const Case cases[] = {
+      {"llama norm", 4, 2, 64, 0, RopeMode::Norm, false, false, false},
+      {"qwen2 neox + biases", 14, 2, 64, 0, RopeMode::Neox, false, true, false},
+      {"phi3 fused rows partial rot", 2, 2, 96, 32, RopeMode::Neox, true, false, false},
+      {"gpt-oss yarn + biases", 8, 4, 64, 0, RopeMode::Neox, false, true, true},
+  };
+  for (const Case &c : cases) {
+    const int64_t T = 7, pos0 = 5, n_ctx = 16, HD = c.head_dim;
+    const int64_t QD = c.n_heads * HD, KVD = c.n_kv_heads * HD;
+    const int64_t q_stride = c.fused_rows ? QD + 2 * KVD : QD, kv_stride = c.fused_rows ? QD + 2 * KVD : KVD;
+    // Buffers: fused rows hold [q;k;v] per token; otherwise three contiguous blocks.
+    auto buf = randn(c.fused_rows ? T * q_stride : T * (QD + 2 * KVD), rng);
+    auto qb = randn(QD, rng, 0.3f), kb = randn(KVD, rng, 0.3f), vb = randn(KVD, rng, 0.3f);
+    std::vector<int32_t> pos(T);
+    for (int64_t t = 0; t < T; ++t) pos[t] = static_cast<int32_t>(pos0 + t + 100 * t); // any positions
+    RopeParams p;
+    p.mode = c.mode;
+    p.n_dims = c.rope_dims;
+    p.freq_base = 10000.0f;
+    if (c.yarn) p.freq_base = 150000.0f, p.freq_scale = 1.0f / 32, p.ext_factor = 1.0f, p.n_ctx_orig = 4096;
+    DeviceBuffer<float> dbuf(buf), dqb(qb), dkb(kb), dvb(vb);
+    DeviceBuffer<int32_t> dpos(pos);
+    std::vector<__half> fill(n_ctx * KVD, __float2half(9.0f));
+    DeviceBuffer<__half> kc(fill), vc(fill);
+    QkvRopeCache a;
+    a.q = dbuf.get();
+    a.k = c.fused_rows ? dbuf.get() + QD : dbuf.get() + T * QD;
+    a.v = c.fused_rows ? dbuf.get() + QD + KVD : dbuf.get() + T * (QD + KVD);
+    a.q_stride = c.fused_rows ? q_stride : 0;
+    a.kv_stride = c.fused_rows ? kv_stride : 0;
+    if (c.biases) a.q_bias = dqb.get(), a.k_bias = dkb.get(), a.v_bias = dvb.get();
+    a.k_cache = kc.get(), a.v_cache = vc.get();
+    a.pos0 = pos0;
+    a.positions = dpos.get();
+    a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
+    ASSERT_EQ(rope_kv_write(a, T, p, nullptr), cudaSuccess) << c.name;
+
+    // Reference: the same buffer with q rotated in place; the caches from k (rotated) and v.
+    std::vector<double> ref_buf(buf.begin(), buf.end());
+    std::vector<double> ref_k(n_ctx * KVD, 9.0), ref_v(n_ctx * KVD, 9.0);
+    const int64_t q_off = 0, k_off = c.fused_rows ? QD : T * QD, v_off = c.fused_rows ? QD + KVD : T * (QD + KVD);
+    for (int64_t t = 0; t < T; ++t) {
+      double *q = &ref_buf[q_off + t * q_stride];
+      for (int64_t e = 0; e < QD; ++e) q[e] += c.biases ? qb[e] : 0.0;
+      for (int32_t h = 0; h < c.n_heads; ++h) rope_ref(q + h * HD, pos[t], p, c.head_dim);
+      std::vector<double> k(KVD), v(KVD);
+      for (int64_t e = 0; e < KVD; ++e) {
+        k[e] = buf[k_off + t * kv_stride + e] + (c.biases ? kb[e] : 0.0);
+        v[e] = buf[v_off + t * kv_stride + e] + (c.biases ? vb[e] : 0.0);
+      }
+      for (int32_t h = 0; h < c.n_kv_heads; ++h) rope_ref(&k[h * HD], pos[t], p, c.head_dim);
+      for (int64_t e = 0; e < KVD; ++e) ref_k[(pos0 + t) * KVD + e] = k[e], ref_v[(pos0 + t) * KVD + e] = v[e];
+    }
+    // Tolerances: q as the rope test (FP32 theta, positions < 1000): 2e-3 abs; the caches are FP16
+    // (rel. rounding 2^-11) on top: 2e-3 abs + 1e-3 rel.
+    EXPECT_TRUE(close(dbuf.download(), ref_buf, 2e-3, 1e-4)) << c.name << " q (k/v untouched) seed " << seed;
+    auto to_float = [](const std::vector<__half> &h) {
+      std::vector<float> f(h.size());
+      for (size_t i = 0; i < h.size(); ++i) f[i] = __half2float(h[i]);
+      return f;
+    };
+    EXPECT_TRUE(close(to_float(kc.download()), ref_k, 2e-3, 1e-3)) << c.name << " K cache seed " << seed;
+    EXPECT_TRUE(close(to_float(vc.download()), ref_v, 2e-3, 1e-3)) << c.name << " V cache seed " << seed;
+  }
+}
+
+} // namespace
+} // namespace wo::kernels::test
