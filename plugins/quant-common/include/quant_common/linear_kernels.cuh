@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace wo::quant::dev {
 
@@ -121,6 +122,61 @@ template <class D, int NT> __global__ void __launch_bounds__(kGemvWarps * 32) ge
   }
 }
 
+// Variant 2 (opt-in, see gemv_variant): each warp computes R rows at once, so one load of x feeds
+// R rows (x traffic per weight byte falls by R: for 4-bit types the float x stream otherwise
+// dominates L1 traffic) and each lane keeps R independent weight loads in flight per step.
+template <class D, int NT, int R>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const GemvParams p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32) * R;
+  if (row0 >= p.rows) return;
+  const int64_t n_parts = p.cols / D::QK * D::PARTS;
+  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
+    Problem q;
+    if (!resolve<NT>(p, prob, q)) return;
+    if (q.bad_expert) {
+      if (lane < R && row0 + lane < p.rows) store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
+      continue;
+    }
+    const uint8_t *w[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) w[r] = q.w + min(row0 + r, p.rows - 1) * p.row_bytes; // tail rows: computed, not stored
+    float acc[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+#pragma unroll 2
+    for (int64_t i = lane; i < n_parts; i += 32) {
+      const int64_t blk = i / D::PARTS;
+      const int part = static_cast<int>(i % D::PARTS);
+      float v[R][D::V];
+#pragma unroll
+      for (int r = 0; r < R; ++r) D::decode(w[r] + blk * D::BYTES, part, v[r]);
+#pragma unroll
+      for (int g = 0; g < D::V / 4; ++g) {
+        const int64_t s = blk * D::QK + D::start(part, g);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          if (t < q.ntok) {
+            const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+              acc[r][t] += v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z + v[r][4 * g + 3] * xv.w;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float sum = warp_sum(acc[r][t]);
+        if (lane == 0 && t < q.ntok && row0 + r < p.rows) store_y(p.y, q.y_off + t * p.rows + row0 + r, sum, p.y_f16);
+      }
+  }
+}
+
 template <class D> __global__ void dequant_kernel(const DequantParams p) {
   const int64_t n_parts = p.cols / D::QK * D::PARTS;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -181,11 +237,36 @@ template <class D> __global__ void dequant_scalar_kernel(const DequantParams p) 
 
 inline unsigned grid_y(int64_t n) { return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY))); }
 
+// Which GEMV kernel runs: 1 (default) = one row per warp, the variant validated on the H100;
+// 2 = R rows per warp (gemv_multirow_kernel), faster by design but not yet validated on a device.
+// Read once from WORKER_QUANT_GEMV.
+inline int gemv_variant() {
+  static const int v = [] {
+    const char *e = std::getenv("WORKER_QUANT_GEMV");
+    return e && e[0] == '2' ? 2 : 1;
+  }();
+  return v;
+}
+
+template <class D, int NT, int R> void launch_multirow(const GemvParams &p, dim3 grid_rows_y, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps * R - 1) / (kGemvWarps * R)), grid_rows_y.y);
+  gemv_multirow_kernel<D, NT, R><<<grid, kGemvWarps * 32, 0, s>>>(p);
+}
+
 template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : (p.n_tokens + nt - 1) / nt;
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
   const dim3 block(kGemvWarps * 32);
+  if (gemv_variant() == 2) {
+    switch (nt) {
+    case 1: launch_multirow<D, 1, 4>(p, grid, s); break;
+    case 2: launch_multirow<D, 2, 2>(p, grid, s); break;
+    case 4: launch_multirow<D, 4, 2>(p, grid, s); break;
+    default: launch_multirow<D, 8, 2>(p, grid, s); break;
+    }
+    return;
+  }
   switch (nt) {
   case 1: gemv_kernel<D, 1><<<grid, block, 0, s>>>(p); break;
   case 2: gemv_kernel<D, 2><<<grid, block, 0, s>>>(p); break;
