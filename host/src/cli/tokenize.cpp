@@ -196,11 +196,18 @@ int run(const Options &o) {
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   if (!o.detokenize.empty()) {
     const std::vector<int32_t> ids = parse_ids(o.detokenize);
+    wo_special_ids sp{};
+    sp.struct_size = sizeof sp;
+    if (vt->special_ids(inst, &sp) != WO_OK) sp.bos = -1;
+    // SentencePiece: the space the encoder puts before the first word (after BOS) is not text.
+    bool strip_prefix = std::string(vt->kind(inst)) == "gguf-spm";
     std::string text;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      std::string b = bytes_of(ids[i]);
-      // SentencePiece: the space the encoder puts before the first word is not part of the text.
-      if (i == 0 && std::string(vt->kind(inst)) == "gguf-spm" && !b.empty() && b[0] == ' ') b.erase(0, 1);
+    for (int32_t id : ids) {
+      std::string b = bytes_of(id);
+      if (strip_prefix && id != sp.bos) {
+        if (!b.empty() && b[0] == ' ') b.erase(0, 1);
+        strip_prefix = false;
+      }
       text += b;
     }
     if (o.json) {

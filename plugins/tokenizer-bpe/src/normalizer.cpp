@@ -9,6 +9,14 @@ namespace wo::tok {
 
 std::string normalize(std::string_view text, NormForm form) {
   if (form == NormForm::None || text.empty()) return std::string(text);
+  // ASCII is invariant under every normalization form: skip utf8proc's decompose/recompose.
+  bool ascii = true;
+  for (unsigned char c : text)
+    if (c >= 0x80) {
+      ascii = false;
+      break;
+    }
+  if (ascii) return std::string(text);
   int options = UTF8PROC_STABLE;
   switch (form) {
   case NormForm::NFC: options |= UTF8PROC_COMPOSE; break;
