@@ -83,6 +83,15 @@ uint32_t EngineBackend::count_prompt_tokens(const std::string &prompt) {
 
 wo::http::JobResult EngineBackend::run(const wo::http::JobRequest &req, wo::http::TokenSink &sink,
                                        const std::atomic<bool> &cancel, Clock::time_point deadline) {
+  wo::http::JobResult r = run_job(req, sink, cancel, deadline);
+  // The session's KV cache is freed by now: /health reports what stays allocated between jobs.
+  std::lock_guard<std::mutex> lk(facts_mu_);
+  facts_.vram_bytes_used = engine_->vram().total_current;
+  return r;
+}
+
+wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::http::TokenSink &sink,
+                                           const std::atomic<bool> &cancel, Clock::time_point deadline) {
   using wo::http::job_error::CANCELLED;
   using wo::http::job_error::INFERENCE_TIMEOUT;
   const auto t_start = Clock::now();

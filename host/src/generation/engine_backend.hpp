@@ -25,6 +25,9 @@ public:
   wo::engine::Engine &engine() { return *engine_; }
 
 private:
+  wo::http::JobResult run_job(const wo::http::JobRequest &request, wo::http::TokenSink &sink,
+                              const std::atomic<bool> &cancel, std::chrono::steady_clock::time_point deadline);
+
   std::unique_ptr<wo::engine::Engine> engine_;
   std::unique_ptr<wo::sampling::GpuSampler> sampler_;
   mutable std::mutex facts_mu_;
