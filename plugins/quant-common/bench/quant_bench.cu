@@ -7,6 +7,7 @@
 // (n_tokens = 512) throughput at 4096x4096.
 //
 //   quant_bench [plugin_dir]      (default: $WORKER_PLUGIN_DIR, else the build's plugins/)
+//   WORKER_QUANT_GEMV=2 quant_bench   measures the opt-in multi-row GEMV kernel instead
 #include "quant_common/device_test_host.hpp"
 #include "quant_common/random_blocks.hpp"
 
@@ -94,7 +95,9 @@ int main(int argc, char **argv) try {
   cuda_ok(cudaGetDeviceProperties(&prop, 0), "props");
   const double copy_bw = copy_bandwidth(dev.stream());
   std::printf("device: %s, L2 %d MiB\n", prop.name, prop.l2CacheSize >> 20);
-  std::printf("D2D cudaMemcpy bandwidth (read+write): %.1f GB/s\n\n", copy_bw / 1e9);
+  std::printf("D2D cudaMemcpy bandwidth (read+write): %.1f GB/s\n", copy_bw / 1e9);
+  const char *variant = std::getenv("WORKER_QUANT_GEMV");
+  std::printf("GEMV kernel variant (WORKER_QUANT_GEMV): %s\n\n", variant && variant[0] == '2' ? "2 (multi-row)" : "1 (default)");
   std::printf("%-6s %14s %10s %10s %10s %9s\n", "type", "rows x cols", "MiB", "us/GEMV", "GB/s", "of copy");
 
   const Case cases[] = {
