@@ -33,20 +33,24 @@ const Route kRoutes[] = {
     {"/cancel", "POST", handle_cancel},   {"/shutdown", "POST", handle_shutdown},
 };
 
-// Reads at most limit+1 bytes so an oversized body is detected without buffering all of it.
+// Bodies beyond this are not even drained: the connection is closed on them.
+constexpr size_t kDrainLimitBytes = 16u << 20;
+
+// Keeps up to `limit` bytes; reads (and drops) an oversized body up to kDrainLimitBytes so the client,
+// still sending, gets the 400 rather than a connection reset.
 void read_body(Exchange &ex, size_t limit) {
   std::istream &in = ex.request.stream();
   char buf[16384];
-  while (in) {
+  size_t seen = 0;
+  while (in && seen <= kDrainLimitBytes) {
     in.read(buf, sizeof buf);
     std::streamsize n = in.gcount();
     if (n <= 0) break;
-    if (ex.body.size() + static_cast<size_t>(n) > limit) {
-      ex.body_too_large = true;
-      break;
-    }
-    ex.body.append(buf, static_cast<size_t>(n));
+    seen += static_cast<size_t>(n);
+    if (seen > limit) ex.body_too_large = true;
+    if (!ex.body_too_large) ex.body.append(buf, static_cast<size_t>(n));
   }
+  if (ex.body_too_large) ex.body.clear();
 }
 
 class ApiHandler : public Poco::Net::HTTPRequestHandler {
@@ -57,9 +61,9 @@ public:
     Exchange ex{req, resp, {}, false, correlation_id_or_new(req.get("X-Correlation-Id", ""))};
     resp.set("X-Correlation-Id", ex.correlation_id);
     try {
-      // A declared length over the limit is refused without reading it; otherwise read it all
-      // first (Poco needs the body consumed before the response on a kept-alive connection).
-      if (req.hasContentLength() && req.getContentLength64() > static_cast<Poco::Int64>(kMaxBodyBytes)) {
+      // Read the body first (Poco needs it consumed before the response on a kept-alive
+      // connection); a declared length beyond the drain limit is refused without reading.
+      if (req.hasContentLength() && req.getContentLength64() > static_cast<Poco::Int64>(kDrainLimitBytes)) {
         ex.body_too_large = true;
       } else {
         read_body(ex, kMaxBodyBytes);

@@ -159,6 +159,28 @@ TEST_F(ServerTest, DeeplyNestedUnknownFieldIsIgnoredWithoutExhaustingTheStack) {
   checked_stream(r.body);
 }
 
+TEST_F(ServerTest, HugeDeclaredContentLengthIsRefusedWithoutReadingIt) {
+  EXPECT_CALL(*backend_, run(::testing::_, ::testing::_, ::testing::_, ::testing::_)).Times(0);
+  start();
+  std::string reply = raw_exchange(port(), "POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                           "Content-Length: 1000000000000\r\n\r\n{\"job_id\":");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply.substr(0, 200);
+  EXPECT_NE(reply.find("\"field\":\"body\""), std::string::npos) << reply;
+}
+
+TEST_F(ServerTest, ChunkedBodyOverOneMibIsRefused) {
+  start();
+  std::string chunk(256 * 1024, 'a');
+  char size_line[32];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+  std::string req = "POST /execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 5; ++i) req += size_line + chunk + "\r\n";
+  req += "0\r\n\r\n";
+  std::string reply = raw_exchange(port(), req);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply.substr(0, 200);
+  EXPECT_NE(reply.find("\"field\":\"body\""), std::string::npos);
+}
+
 TEST_F(ServerTest, BoundaryValuesAreAccepted) {
   start();
   std::string four_byte;
