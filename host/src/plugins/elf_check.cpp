@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -38,14 +39,17 @@ std::string elf_problem(const std::string &path) {
   const auto file_size = static_cast<uint64_t>(f.tellg());
   f.seekg(0);
 
+  // Magic first: "a text file" says more than "too short" about most files that are not plugins.
   Elf64_Ehdr eh{};
+  const auto head = static_cast<std::streamsize>(std::min<uint64_t>(file_size, sizeof(eh)));
+  f.read(reinterpret_cast<char *>(&eh), head);
+  if (!f) return "not an ELF file: reading its first " + std::to_string(head) + " bytes failed";
+  if (file_size < SELFMAG || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return "not an ELF file: expected magic bytes 7f 45 4c 46, found " +
+           (file_size == 0 ? std::string("an empty file") : hex_bytes(eh.e_ident, std::min<uint64_t>(file_size, SELFMAG)));
   if (file_size < sizeof(eh))
-    return "not an ELF file: " + std::to_string(file_size) + " bytes, shorter than an ELF header (" +
+    return "truncated ELF file: " + std::to_string(file_size) + " bytes, shorter than an ELF header (" +
            std::to_string(sizeof(eh)) + " bytes)";
-  f.read(reinterpret_cast<char *>(&eh), sizeof(eh));
-  if (!f) return "not an ELF file: reading its header failed";
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
-    return "not an ELF file: expected magic bytes 7f 45 4c 46, found " + hex_bytes(eh.e_ident, 4);
   if (eh.e_ident[EI_CLASS] != ELFCLASS64)
     return "ELF class " + std::to_string(eh.e_ident[EI_CLASS]) + " is not 64-bit (expected " +
            std::to_string(ELFCLASS64) + ")";

@@ -13,6 +13,8 @@
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -164,7 +166,8 @@ void Registry::Impl::consider(const std::string &path) {
   std::error_code ec;
   l.lib.load(path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec || !l.lib.is_loaded()) {
-    c.reason = "unloadable: dlopen failed: " + (ec ? ec.message() : std::string("unknown error"));
+    const char *why = dlerror(); // Boost keeps only an errno-like code; dlerror has the loader's text
+    c.reason = "unloadable: dlopen failed: " + std::string(why ? why : ec ? ec.message().c_str() : "unknown error");
     return reject(c);
   }
   wo_plugin_entry_fn entry = nullptr;

@@ -1,0 +1,114 @@
+// `worker-orcd plugins` end to end: the real executable, its JSON contract (an array of objects
+// with exactly path, name, kind, version, abi, accepted, reason), its table, and its errors.
+#include <rapidjson/document.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out; // stdout and stderr
+};
+
+Outcome run(const std::string &args, bool with_stderr = false) {
+  std::string cmd = std::string("'") + WORKER_ORCD_EXE + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  Outcome r;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string case_dir(const std::string &c) { return std::string(WORKER_TEST_PLUGIN_ROOT) + "/" + c; }
+
+rapidjson::Document parse_listing(const std::string &json) {
+  rapidjson::Document d;
+  d.Parse(json.c_str());
+  EXPECT_FALSE(d.HasParseError()) << "not JSON: " << json;
+  EXPECT_TRUE(d.IsArray());
+  return d;
+}
+
+void expect_exact_keys(const rapidjson::Value &o) {
+  ASSERT_TRUE(o.IsObject());
+  std::set<std::string> keys;
+  for (auto it = o.MemberBegin(); it != o.MemberEnd(); ++it) keys.insert(it->name.GetString());
+  EXPECT_EQ(keys, (std::set<std::string>{"path", "name", "kind", "version", "abi", "accepted", "reason"}));
+  for (const char *k : {"path", "name", "kind", "version", "abi", "reason"}) EXPECT_TRUE(o[k].IsString()) << k;
+  EXPECT_TRUE(o["accepted"].IsBool());
+}
+
+} // namespace
+
+TEST(PluginsCommand, JsonListsEveryCandidateWithTheContractsKeys) {
+  Outcome r = run("plugins --json --plugin-dir '" + case_dir("duplicate") + "'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto d = parse_listing(r.out);
+  ASSERT_EQ(d.Size(), 2u);
+  for (const auto &o : d.GetArray()) expect_exact_keys(o);
+  EXPECT_STREQ(d[0]["path"].GetString(), (case_dir("duplicate") + "/dup_a.so").c_str());
+  EXPECT_STREQ(d[0]["name"].GetString(), "tp-dup");
+  EXPECT_STREQ(d[0]["kind"].GetString(), "quant");
+  EXPECT_STREQ(d[0]["version"].GetString(), "1.2.3");
+  EXPECT_STREQ(d[0]["abi"].GetString(), "1.0");
+  EXPECT_TRUE(d[0]["accepted"].GetBool());
+  EXPECT_STREQ(d[0]["reason"].GetString(), "");
+  EXPECT_FALSE(d[1]["accepted"].GetBool());
+  EXPECT_THAT(d[1]["reason"].GetString(), HasSubstr("duplicate name 'tp-dup'"));
+}
+
+TEST(PluginsCommand, TableShowsStatusAndReasons) {
+  Outcome r = run("plugins --plugin-dir '" + case_dir("abi_major") + "'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("plugin directory: " + case_dir("abi_major")));
+  EXPECT_THAT(r.out, HasSubstr("REJECTED"));
+  EXPECT_THAT(r.out, HasSubstr("reason: ABI major mismatch"));
+  EXPECT_THAT(r.out, HasSubstr("0 accepted, 1 rejected"));
+  Outcome good = run("plugins --plugin-dir=" + case_dir("good"));
+  EXPECT_THAT(good.out, HasSubstr("3 accepted, 0 rejected"));
+}
+
+TEST(PluginsCommand, MissingDirectoryAndBadArgumentsExitOneWithAMessage) {
+  Outcome r = run("plugins --plugin-dir /nonexistent/wo-plugins", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("--plugin-dir '/nonexistent/wo-plugins' is not a directory"));
+  Outcome bad = run("plugins --frobnicate", true);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.out, HasSubstr("unexpected argument '--frobnicate'"));
+  Outcome help = run("plugins --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("--json"));
+}
+
+TEST(PluginsCommand, TheProjectsOwnPluginsAreAllAccepted) {
+  const std::string dir = WORKER_PLUGIN_DIR_DEFAULT;
+  size_t n_so = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    n_so += it->path().extension() == ".so";
+  if (n_so == 0) GTEST_SKIP() << "no plugins built in " << dir;
+  Outcome r = run("plugins --json"); // default dir: <exe dir>/../plugins = the build's plugin folder
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto d = parse_listing(r.out);
+  EXPECT_EQ(d.Size(), n_so);
+  for (const auto &o : d.GetArray()) {
+    expect_exact_keys(o);
+    EXPECT_TRUE(o["accepted"].GetBool()) << o["path"].GetString() << ": " << o["reason"].GetString();
+  }
+}
