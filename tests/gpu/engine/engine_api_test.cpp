@@ -18,9 +18,12 @@
 namespace wo::testing {
 namespace {
 
-// Incremental decode and chunked prefill take other kernel paths (GEMV vs GEMM, other reduction
-// orders) than one-pass prefill; FP16 KV cache in both. Relative L2 of the logits must stay below:
-constexpr double kPathTolerance = 2e-3;
+// Incremental decode and chunked prefill take other kernel paths than one-pass prefill: the
+// prefill GEMM rounds activations to FP16 for the tensor cores while decode GEMV keeps them in FP32,
+// and reductions run in other orders (FP16 KV cache in both). Measured on H100: 2.0e-3 on random
+// prompts of llama-tiny; a wrong KV cache or position gives errors of order 1. Bound on the
+// relative L2 of the logits:
+constexpr double kPathTolerance = 5e-3;
 
 std::string model() { return models_dir() + "/llama-tiny-Q8_0.gguf"; }
 
