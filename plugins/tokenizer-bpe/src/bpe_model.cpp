@@ -39,13 +39,6 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t> &out) c
     out.push_back(byte_id_[static_cast<unsigned char>(piece[0])]);
     return;
   }
-  if (ignore_merges_) {
-    int32_t whole = vocab_.find(bytes_to_unicode(piece));
-    if (whole >= 0 && vocab_.type[whole] != kTypeControl) {
-      out.push_back(whole);
-      return;
-    }
-  }
   const bool cacheable = piece.size() <= kCacheMaxPiece;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
@@ -56,7 +49,13 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t> &out) c
     }
   }
   const size_t start = out.size();
-  merge(piece, out);
+  int32_t whole = -1;
+  if (ignore_merges_) {
+    whole = vocab_.find(bytes_to_unicode(piece));
+    if (whole >= 0 && vocab_.type[whole] == kTypeControl) whole = -1;
+  }
+  if (whole >= 0) out.push_back(whole); // a piece that is a token is that token
+  else merge(piece, out);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (cache_.size() >= kCacheMaxEntries) cache_.clear();

@@ -1,6 +1,7 @@
 // Building blocks: byte-level mapping, regex splitting, UTF-8 checks, special-token splitting,
 // metadata errors.
 #include "byte_level.hpp"
+#include "normalizer.hpp"
 #include "pre_patterns.hpp"
 #include "regex_splitter.hpp"
 #include "special_split.hpp"
@@ -12,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+
+#include <utf8proc.h>
 
 namespace wo::tok::testing {
 namespace {
@@ -78,6 +81,26 @@ TEST(Utf8Check, RejectsSurrogatesOverlongAndTruncation) {
     } catch (const Error &e) {
       EXPECT_EQ(e.status(), WO_ERR_INVALID_ARGUMENT);
       EXPECT_NE(std::string(e.what()).find("offset"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The ASCII fast path of normalize() must give what utf8proc gives on the whole text.
+TEST(Normalizer, SegmentedNfcEqualsWholeText) {
+  std::mt19937 rng(std::random_device{}());
+  const char *parts[] = {"e", "a", " ", "x", "\xCC\x81", "\xCC\xA3", "\xCC\x88", "\xC3\xA9", "\xEF\xAC\x81",
+                         "\xE1\x84\x80", "\xE1\x85\xA1", "\xEA\xB0\x80", "\xE2\x84\xAB", "1"};
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string s;
+    for (int k = rng() % 16; k > 0; --k) s += parts[rng() % (sizeof parts / sizeof *parts)];
+    for (auto [form, opts] : {std::pair<NormForm, int>{NormForm::NFC, UTF8PROC_COMPOSE}, std::pair<NormForm, int>{NormForm::NFKD, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}}) {
+      utf8proc_uint8_t *out = nullptr;
+      utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
+                                        &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | opts));
+      ASSERT_GE(n, 0);
+      std::string whole(reinterpret_cast<const char *>(out), static_cast<size_t>(n));
+      std::free(out);
+      ASSERT_EQ(normalize(s, form), whole) << s;
     }
   }
 }
