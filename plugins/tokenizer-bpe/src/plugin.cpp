@@ -6,12 +6,12 @@
 #include <worker/sdk.hpp>
 
 #include <cstring>
-#include <fstream>
 
+// Encoding is safe from several threads on one instance; last_error() then reports the latest
+// failure of any of them.
 struct wo_tokenizer_instance {
   std::unique_ptr<wo::tok::Tokenizer> tok;
   std::string error;
-  std::vector<int32_t> scratch;
 };
 
 namespace {
@@ -27,8 +27,9 @@ int32_t probe(const wo_host *host, const wo_tokenizer_config *cfg) {
   try {
     if (cfg && WO_HAS_FIELD(wo_tokenizer_config, cfg->struct_size, tokenizer_json) && cfg->tokenizer_json &&
         *cfg->tokenizer_json) {
-      std::ifstream f(cfg->tokenizer_json);
-      return f.good() ? kScoreJson : 0;
+      // Asked for explicitly: claim it even when the file is unreadable, so that create() can say
+      // which path failed instead of the host reporting that no tokenizer fits.
+      return kScoreJson;
     }
     if (!host || !host->meta_get) return 0;
     wo::HostView h(host);
@@ -86,13 +87,14 @@ wo_status encode(wo_tokenizer_instance *inst, const char *text, size_t len, uint
   return wo::guard(inst->error, [&] {
     if (!text && len) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "encode: text is NULL but len is " + std::to_string(len));
     if (!n_out) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "encode: n_out is NULL");
+    std::vector<int32_t> ids;
     inst->tok->encode(std::string_view(text ? text : "", len), (flags & WO_TOK_ADD_SPECIAL) != 0,
-                      (flags & WO_TOK_PARSE_SPECIAL) != 0, inst->scratch);
-    *n_out = inst->scratch.size();
-    if (inst->scratch.size() > cap || (!out && !inst->scratch.empty()))
-      throw wo::Error(WO_ERR_BUFFER_TOO_SMALL, "encode: " + std::to_string(inst->scratch.size()) +
+                      (flags & WO_TOK_PARSE_SPECIAL) != 0, ids);
+    *n_out = ids.size();
+    if (ids.size() > cap || (!out && !ids.empty()))
+      throw wo::Error(WO_ERR_BUFFER_TOO_SMALL, "encode: " + std::to_string(ids.size()) +
                                                    " ids do not fit the capacity of " + std::to_string(cap));
-    if (!inst->scratch.empty()) std::memcpy(out, inst->scratch.data(), inst->scratch.size() * sizeof(int32_t));
+    if (!ids.empty()) std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
   });
 }
 

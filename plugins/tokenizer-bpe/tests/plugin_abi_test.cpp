@@ -92,8 +92,13 @@ TEST_F(PluginAbi, HfJsonOutscoresGgufWhenGiven) {
   const std::string json = tokenizer_fixtures_dir() + "/qwen/tokenizer.json";
   wo_tokenizer_config cfg{sizeof(wo_tokenizer_config), json.c_str()};
   EXPECT_GT(vt_->probe(g->host->host(), &cfg), vt_->probe(g->host->host(), nullptr));
+  // A tokenizer.json that cannot be read: create() fails naming the path (not "no plugin fits").
   wo_tokenizer_config missing{sizeof(wo_tokenizer_config), "/nonexistent/tokenizer.json"};
-  EXPECT_EQ(vt_->probe(g->host->host(), &missing), 0);
+  EXPECT_GT(vt_->probe(g->host->host(), &missing), 0);
+  wo_tokenizer_instance *none = nullptr;
+  EXPECT_EQ(vt_->create(g->host->host(), &missing, &none), WO_ERR_IO);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_NE(std::string(vt_->last_error(nullptr)).find("/nonexistent/tokenizer.json"), std::string::npos);
   wo_tokenizer_instance *inst = create(g->host->host(), json.c_str());
   ASSERT_NE(inst, nullptr);
   EXPECT_STREQ(vt_->kind(inst), "hf-json");

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 namespace wo::tok::testing {
 namespace {
@@ -119,6 +120,27 @@ TEST(Property, SentencePieceRandomStrings) {
   const uint32_t seed = std::random_device{}();
   const Tokenizer &tok = *cached_gguf(fixtures_dir() + "/models/phi3-tiny-Q4_K_M.gguf").tok;
   check_properties(tok, 2000, true, seed);
+}
+
+// One instance serves several request threads: results must not depend on interleaving (the
+// piece cache is shared).
+TEST(Property, ConcurrentEncodeGivesTheSameIds) {
+  const Tokenizer &tok = *cached_gguf(tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf").tok;
+  TextGen gen(std::random_device{}());
+  std::vector<std::string> texts(300);
+  for (auto &t : texts) t = gen.next();
+  std::vector<std::vector<int32_t>> expect;
+  for (const auto &t : texts) expect.push_back(tok.encode(t, false, true));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th)
+    threads.emplace_back([&, th] {
+      for (int rep = 0; rep < 3; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i)
+          mismatches[th] += tok.encode(texts[(i * (th + 1)) % texts.size()], false, true) != expect[(i * (th + 1)) % texts.size()];
+    });
+  for (auto &t : threads) t.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
 }
 
 TEST(Property, LoneSurrogatesAreRejected) {
