@@ -124,7 +124,10 @@ template <class D, int NT> __global__ void __launch_bounds__(kGemvWarps * 32) ge
 
 // Variant 2 (opt-in, see gemv_variant): each warp computes R rows at once, so one load of x feeds
 // R rows (x traffic per weight byte falls by R: for 4-bit types the float x stream otherwise
-// dominates L1 traffic) and each lane keeps R independent weight loads in flight per step.
+// dominates L1 traffic) and each lane keeps R independent weight loads in flight per step. For one
+// token it uses the decoders' dot(): scales factored out of the sums and integer codes converted
+// without the quarter-rate I2F instruction (checked against decode() on the host by
+// decoder_dot_test.cpp).
 template <class D, int NT, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const GemvParams p) {
   const int lane = threadIdx.x % 32;
@@ -150,19 +153,31 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
     for (int64_t i = lane; i < n_parts; i += 32) {
       const int64_t blk = i / D::PARTS;
       const int part = static_cast<int>(i % D::PARTS);
-      float v[R][D::V];
+      if constexpr (NT == 1) { // decode: x once into registers, then the factored dot per row
+        float xs[D::V];
 #pragma unroll
-      for (int r = 0; r < R; ++r) D::decode(w[r] + blk * D::BYTES, part, v[r]);
+        for (int g = 0; g < D::V / 4; ++g) {
+          const float4 xv = load_x4(p.x, q.x_off + blk * D::QK + D::start(part, g), p.x_f16);
+          xs[4 * g] = xv.x, xs[4 * g + 1] = xv.y, xs[4 * g + 2] = xv.z, xs[4 * g + 3] = xv.w;
+        }
 #pragma unroll
-      for (int g = 0; g < D::V / 4; ++g) {
-        const int64_t s = blk * D::QK + D::start(part, g);
+        for (int r = 0; r < R; ++r) acc[r][0] += D::dot(w[r] + blk * D::BYTES, part, xs);
+      } else { // several tokens: decode each row once, reuse it for every token
+        float v[R][D::V];
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          if (t < q.ntok) {
-            const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
+        for (int r = 0; r < R; ++r) D::decode(w[r] + blk * D::BYTES, part, v[r]);
 #pragma unroll
-            for (int r = 0; r < R; ++r)
-              acc[r][t] += v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z + v[r][4 * g + 3] * xv.w;
+        for (int g = 0; g < D::V / 4; ++g) {
+          const int64_t s = blk * D::QK + D::start(part, g);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            if (t < q.ntok) {
+              const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
+#pragma unroll
+              for (int r = 0; r < R; ++r)
+                acc[r][t] +=
+                    v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z + v[r][4 * g + 3] * xv.w;
+            }
           }
         }
       }
