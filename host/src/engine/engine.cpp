@@ -139,11 +139,19 @@ void Engine::Impl::start_residency_monitor() {
   auto r = wo::device::check_residency(resident, device);
   if (!r.ok) throw Error(WO_ERR_CUDA, "model '" + opts.model + "': residency check after upload: " + r.failure);
   wo::observe::info("residency_check", {{"ok", true}, {"checked", r.checked}});
+  {
+    std::lock_guard<std::mutex> lock(residency_mu);
+    last_residency = {r.ok, r.checked, r.failure, 0};
+  }
   if (opts.residency_interval_s <= 0) return;
   monitor = std::make_unique<wo::device::ResidencyMonitor>(
       std::chrono::seconds(opts.residency_interval_s),
       [this, device] { return wo::device::check_residency(resident, device); },
-      [](const wo::device::ResidencyResult &res) {
+      [this](const wo::device::ResidencyResult &res) {
+        {
+          std::lock_guard<std::mutex> lock(residency_mu);
+          last_residency = {res.ok, res.checked, res.failure, last_residency.periodic_runs + 1};
+        }
         if (!res.ok)
           wo::observe::error("residency_check_failed", {{"checked", res.checked}, {"failure", res.failure}});
       });
@@ -274,7 +282,12 @@ wo::device::VramStats Engine::vram() const { return impl_->vram.stats(); }
 ResidencyReport Engine::check_residency() const {
   impl_->require_loaded("check_residency");
   auto r = wo::device::check_residency(impl_->resident, impl_->dev->props().index);
-  return {r.ok, r.checked, r.failure};
+  return {r.ok, r.checked, r.failure, 0};
+}
+
+ResidencyReport Engine::last_residency() const {
+  std::lock_guard<std::mutex> lock(impl_->residency_mu);
+  return impl_->last_residency;
 }
 
 std::vector<int32_t> Engine::tokenize(const std::string &text, bool add_special, bool parse_special) const {

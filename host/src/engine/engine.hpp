@@ -88,6 +88,7 @@ struct ResidencyReport {
   bool ok = true;
   uint64_t checked = 0; // weight allocations inspected
   std::string failure;  // first failure: tensor, what cudaPointerGetAttributes said
+  uint64_t periodic_runs = 0; // last_residency(): periodic checks done so far (0 = the load-time one)
 };
 
 class Engine {
@@ -108,6 +109,9 @@ public:
   const VramPlan &plan() const;
   wo::device::VramStats vram() const;
   ResidencyReport check_residency() const;
+  // The latest periodic check (EngineOptions.residency_interval_s), or the check made at load when
+  // the monitor has not run yet. Cheap and thread-safe: no CUDA call (for /health).
+  ResidencyReport last_residency() const;
 
   // ---- tokenizer (CPU only) ----
   std::vector<int32_t> tokenize(const std::string &text, bool add_special, bool parse_special) const;

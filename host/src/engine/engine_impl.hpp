@@ -84,6 +84,8 @@ public:
 
   std::vector<wo::device::ResidentBlock> resident;
   std::unique_ptr<wo::device::ResidencyMonitor> monitor;
+  mutable std::mutex residency_mu;
+  ResidencyReport last_residency; // guarded by residency_mu
 
   mutable std::mutex trace_mu;
   std::map<std::string, std::vector<std::vector<uint8_t>>> traces;

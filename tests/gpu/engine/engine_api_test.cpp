@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace wo::testing {
@@ -125,6 +126,24 @@ TEST_F(EngineApi, WeightsAreResident) {
   auto r = e.check_residency();
   EXPECT_TRUE(r.ok) << r.failure;
   EXPECT_EQ(r.checked, 21u) << "every tensor of llama-tiny";
+  EXPECT_TRUE(e.last_residency().ok);
+  EXPECT_EQ(e.last_residency().checked, 21u) << "the check made at load";
+  EXPECT_EQ(e.last_residency().periodic_runs, 0u);
+}
+
+TEST_F(EngineApi, PeriodicResidencyCheckRuns) {
+  wo::engine::Engine e;
+  auto o = options();
+  o.residency_interval_s = 1;
+  e.load(o);
+  EXPECT_EQ(e.last_residency().periodic_runs, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  const auto r = e.last_residency();
+  EXPECT_GE(r.periodic_runs, 1u) << "the background check ran";
+  EXPECT_TRUE(r.ok) << r.failure;
+  EXPECT_EQ(r.checked, 21u);
+  e.unload(); // stops the monitor thread promptly
+  EXPECT_FALSE(e.loaded());
 }
 
 TEST_F(EngineApi, SessionAndForwardBounds) {
