@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs on the device machine from the repo root: every GPU test, the model reference harness over
+# all fixture models (repo + staged under /tmp/wo), then the HTTP end-to-end checks.
+set -uo pipefail
+D=$PWD/.device-run
+export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
+export WORKER_FIXTURES_DIR=$PWD/tests/fixtures
+export WORKER_PLUGIN_DIR=$D/plugins
+mkdir -p /tmp/wo/models
+cp -n tests/fixtures/models/*.gguf /tmp/wo/models/ 2>/dev/null
+export WORKER_MODELS_DIR=/tmp/wo/models
+export WORKER_REFERENCE_DIR=/tmp/wo/reference
+export WORKER_ORCD_BIN=$D/bin/worker-orcd
+OUT=${OUT:-/tmp/out}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+fail=0
+for t in "$D"/bin/*gpu_test "$D"/bin/model_reference_test; do
+  echo "=== $(basename "$t")"
+  "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' | tail -40 || fail=1
+done
+echo "=== e2e HTTP (qwen2-tiny-Q8_0)"
+python3 "$D"/e2e_http.py "$D"/bin/worker-orcd /tmp/wo/models/qwen2-tiny-Q8_0.gguf "$D"/plugins || fail=1
+echo "suite exit $fail"
