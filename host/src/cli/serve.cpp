@@ -21,7 +21,8 @@ int serve_main(int argc, char **argv) {
     std::printf("%s", wo::http::serve_usage().c_str());
     return 0;
   }
-  return wo::http::run_serve(args.options, [](const wo::http::ServeOptions &o) { return wo::http::make_engine_backend(o); });
+  return wo::http::run_serve(
+      args.options, [](const wo::http::ServeOptions &o) { return wo::http::make_engine_backend(o); });
 }
 
 } // namespace

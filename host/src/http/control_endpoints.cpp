@@ -10,7 +10,8 @@ namespace wo::http {
 //   {"job_id": ..., "status": "not_running"}  unknown or already finished: nothing to do
 void handle_cancel(ServerContext &ctx, Exchange &ex) {
   if (ex.body_too_large) {
-    send_error(ex, "INVALID_REQUEST", "body: larger than 1 MiB; expected a small JSON object {job_id}", "body");
+    send_error(ex, "INVALID_REQUEST", "body: larger than 1 MiB; expected a small JSON object {job_id}",
+               "body");
     return;
   }
   auto parsed = parse_cancel_request(ex.body);
@@ -23,8 +24,8 @@ void handle_cancel(ServerContext &ctx, Exchange &ex) {
   observe::info("cancel_requested",
                 {{"job_id", job_id}, {"correlation_id", ex.correlation_id}, {"was_running", running}});
   send_json(ex, 202,
-            "{\"job_id\":" + json_string(job_id) + ",\"status\":\"" + (running ? "cancelling" : "not_running") +
-                "\"}");
+            "{\"job_id\":" + json_string(job_id) + ",\"status\":\"" +
+                (running ? "cancelling" : "not_running") + "\"}");
 }
 
 // 202 {"status":"draining"}; the serve loop sees the request and drains (see Server::drain_and_stop).

@@ -19,7 +19,8 @@ constexpr int kBusyRetryAfterS = 1;
 constexpr int kDrainingRetryAfterS = 30;
 
 std::string lowercase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -32,7 +33,9 @@ const char *stop_reason_name(StopReason r) {
   return "max_tokens";
 }
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // Adapts the backend's callbacks to SSE events and records what the server reports about them.
 class StreamSink : public TokenSink {
@@ -68,14 +71,15 @@ private:
 void reject(ServerContext &ctx, Exchange &ex, const std::string &code, const std::string &message,
             const std::string &field = {}, int retry_after_s = 0) {
   ctx.metrics.request(lowercase(code));
-  observe::warn("request_rejected",
-                {{"code", code}, {"field", field}, {"message", message}, {"correlation_id", ex.correlation_id}});
+  observe::warn(
+      "request_rejected",
+      {{"code", code}, {"field", field}, {"message", message}, {"correlation_id", ex.correlation_id}});
   send_error(ex, code, message, field, retry_after_s);
 }
 
 // Runs the admitted job and writes the stream. Returns nothing: every path ends in one terminal event.
-void stream_job(ServerContext &ctx, Exchange &ex, JobRequest &req, uint32_t tokens_in, Clock::time_point admitted,
-                Clock::time_point deadline, const std::string &model) {
+void stream_job(ServerContext &ctx, Exchange &ex, JobRequest &req, uint32_t tokens_in,
+                Clock::time_point admitted, Clock::time_point deadline, const std::string &model) {
   auto &resp = ex.response;
   resp.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
   resp.setContentType("text/event-stream");
@@ -108,7 +112,8 @@ void stream_job(ServerContext &ctx, Exchange &ex, JobRequest &req, uint32_t toke
   bool client_gone = sse.client_gone();
   if (result.ok) {
     if (!sink.was_started()) sink.started(req.seed);
-    sse.end(sink.tokens(), result.tokens_in, result.decode_time_ms > 0 ? result.decode_time_ms : ms_since(admitted),
+    sse.end(sink.tokens(), result.tokens_in,
+            result.decode_time_ms > 0 ? result.decode_time_ms : ms_since(admitted),
             stop_reason_name(result.stop_reason));
   } else {
     if (client_gone && result.error_code == job_error::CANCELLED)
@@ -208,13 +213,15 @@ void handle_execute(ServerContext &ctx, Exchange &ex) {
     reject(ctx, ex, "INTERNAL", std::string("prompt: tokenization failed: ") + e.what(), "prompt");
     return;
   }
-  uint32_t max_in = facts.context_length ? facts.context_length - 1 : UINT32_MAX; // room for >= 1 output token
+  uint32_t max_in =
+      facts.context_length ? facts.context_length - 1 : UINT32_MAX; // room for >= 1 output token
   if (ctx.options.max_tokens_in) max_in = std::min(max_in, ctx.options.max_tokens_in);
   if (tokens_in > max_in) {
     reject(ctx, ex, "PROMPT_TOO_LONG",
            "field 'prompt': found " + std::to_string(tokens_in) + " tokens; expected at most " +
                std::to_string(max_in) + " (context length " + std::to_string(facts.context_length) +
-               (ctx.options.max_tokens_in ? ", --max-tokens-in " + std::to_string(ctx.options.max_tokens_in) : "") +
+               (ctx.options.max_tokens_in ? ", --max-tokens-in " + std::to_string(ctx.options.max_tokens_in)
+                                          : "") +
                ")",
            "prompt");
     return;

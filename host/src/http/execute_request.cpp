@@ -43,19 +43,20 @@ ValidationError bad(const std::string &field, const std::string &found, const st
 
 std::variant<rapidjson::Document, ValidationError> parse_object(std::string_view body) {
   if (body.size() > kMaxBodyBytes)
-    return ValidationError{"body", "body: found " + std::to_string(body.size()) + " bytes; expected at most " +
-                                       std::to_string(kMaxBodyBytes) + " bytes (1 MiB)"};
+    return ValidationError{"body", "body: found " + std::to_string(body.size()) +
+                                       " bytes; expected at most " + std::to_string(kMaxBodyBytes) +
+                                       " bytes (1 MiB)"};
   rapidjson::Document doc;
   // Strict JSON: UTF-8 validated, no NaN/Infinity, no comments, no trailing commas. Iterative, so
   // deeply nested input cannot exhaust the stack.
   doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseFullPrecisionFlag |
-             rapidjson::kParseIterativeFlag>(body.data(),
-                                                                                         body.size());
+            rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError()) {
     std::string what = rapidjson::GetParseError_En(doc.GetParseError());
     if (body.empty()) what = "an empty body";
-    return ValidationError{"body", "body: not valid JSON at byte offset " + std::to_string(doc.GetErrorOffset()) +
-                                       " (" + what + "); expected a JSON object in UTF-8"};
+    return ValidationError{"body", "body: not valid JSON at byte offset " +
+                                       std::to_string(doc.GetErrorOffset()) + " (" + what +
+                                       "); expected a JSON object in UTF-8"};
   }
   if (!doc.IsObject())
     return ValidationError{"body", std::string("body: found ") + describe(doc) + "; expected a JSON object"};
@@ -69,7 +70,8 @@ const Value *member(const Value &obj, const char *name) {
 }
 
 // A number field within [lo, hi]; absent keeps *out.
-std::optional<ValidationError> number_field(const Value &obj, const char *name, double lo, double hi, float *out) {
+std::optional<ValidationError> number_field(const Value &obj, const char *name, double lo, double hi,
+                                            float *out) {
   const Value *v = member(obj, name);
   if (!v) return std::nullopt;
   std::string rule = "a number in [" + describe(Value(lo)) + ", " + describe(Value(hi)) + "]";
@@ -94,7 +96,8 @@ std::optional<ValidationError> uint_field(const Value &obj, const char *name, ui
 
 std::optional<ValidationError> required_string(const Value &obj, const char *name, std::string *out) {
   const Value *v = member(obj, name);
-  if (!v) return ValidationError{name, std::string("field '") + name + "': missing; expected a non-empty string"};
+  if (!v)
+    return ValidationError{name, std::string("field '") + name + "': missing; expected a non-empty string"};
   if (!v->IsString() || v->GetStringLength() == 0) return bad(name, describe(*v), "a non-empty string");
   out->assign(v->GetString(), v->GetStringLength());
   return std::nullopt;
@@ -104,11 +107,13 @@ std::optional<ValidationError> required_string(const Value &obj, const char *nam
 
 size_t utf8_code_points(std::string_view s) {
   size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  for (unsigned char c : s)
+    n += (c & 0xC0) != 0x80;
   return n;
 }
 
-std::variant<JobRequest, ValidationError> parse_execute_request(std::string_view body, const RequestLimits &limits) {
+std::variant<JobRequest, ValidationError> parse_execute_request(std::string_view body,
+                                                                const RequestLimits &limits) {
   auto parsed = parse_object(body);
   if (auto *e = std::get_if<ValidationError>(&parsed)) return *e;
   const Value &obj = std::get<rapidjson::Document>(parsed);
@@ -150,7 +155,8 @@ std::variant<JobRequest, ValidationError> parse_execute_request(std::string_view
   if (const Value *v = member(obj, "stop")) {
     std::string rule = "an array of at most " + std::to_string(kMaxStopSequences) + " non-empty strings";
     if (!v->IsArray()) return bad("stop", describe(*v), rule);
-    if (v->Size() > kMaxStopSequences) return bad("stop", "an array of " + std::to_string(v->Size()) + " items", rule);
+    if (v->Size() > kMaxStopSequences)
+      return bad("stop", "an array of " + std::to_string(v->Size()) + " items", rule);
     for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
       const Value &s = (*v)[i];
       std::string field = "stop[" + std::to_string(i) + "]";

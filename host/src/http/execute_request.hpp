@@ -28,7 +28,8 @@ struct RequestLimits {
 
 // POST /execute. max_tokens above --max-tokens-out is capped to it (not rejected); above 2048 it is
 // an error. Unknown fields are ignored.
-std::variant<JobRequest, ValidationError> parse_execute_request(std::string_view body, const RequestLimits &limits);
+std::variant<JobRequest, ValidationError> parse_execute_request(std::string_view body,
+                                                                const RequestLimits &limits);
 
 // POST /cancel {job_id}: the job id or the error.
 std::variant<std::string, ValidationError> parse_cancel_request(std::string_view body);

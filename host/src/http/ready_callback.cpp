@@ -33,7 +33,8 @@ void post_ready_callback(const std::string &url, const ReadyInfo &info, std::chr
   try {
     Poco::URI uri(url);
     Poco::Net::HTTPClientSession session(uri.getHost(), uri.getPort());
-    session.setTimeout(Poco::Timespan(static_cast<long>(timeout.count() / 1000), static_cast<long>((timeout.count() % 1000) * 1000)));
+    session.setTimeout(Poco::Timespan(static_cast<long>(timeout.count() / 1000),
+                                      static_cast<long>((timeout.count() % 1000) * 1000)));
     std::string path = uri.getPathAndQuery();
     if (path.empty()) path = "/";
     Poco::Net::HTTPRequest req(Poco::Net::HTTPRequest::HTTP_POST, path, Poco::Net::HTTPMessage::HTTP_1_1);

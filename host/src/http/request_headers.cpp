@@ -15,7 +15,8 @@ std::string new_uuid_v4() { return Poco::UUIDGenerator::defaultGenerator().creat
 
 std::string correlation_id_or_new(const std::string &v) {
   bool ok = !v.empty() && v.size() <= 128;
-  for (unsigned char c : v) ok = ok && c > 0x20 && c < 0x7f;
+  for (unsigned char c : v)
+    ok = ok && c > 0x20 && c < 0x7f;
   return ok ? v : new_uuid_v4();
 }
 
@@ -31,17 +32,21 @@ bool is_uuid(const std::string &s) {
   return true;
 }
 
-std::variant<std::chrono::system_clock::time_point, std::string> parse_deadline_header(const std::string &value) {
+std::variant<std::chrono::system_clock::time_point, std::string>
+parse_deadline_header(const std::string &value) {
   const std::string expected = "; expected Unix epoch milliseconds (e.g. 1790000000000) or RFC 3339 "
                                "(e.g. 2026-11-22T05:00:00Z)";
   bool digits = !value.empty() && value.size() <= 15;
-  for (unsigned char c : value) digits = digits && std::isdigit(c);
+  for (unsigned char c : value)
+    digits = digits && std::isdigit(c);
   // Deadlines beyond year ~2200 are clamped: system_clock counts nanoseconds and would overflow.
   constexpr long long kMaxEpochMs = 7258118400000LL; // 2200-01-01
   if (digits)
-    return std::chrono::system_clock::time_point(std::chrono::milliseconds(std::min(std::stoll(value), kMaxEpochMs)));
+    return std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(std::min(std::stoll(value), kMaxEpochMs)));
   // Poco's parser is lenient (it accepts words), so check the RFC 3339 shape first.
-  static const std::regex rfc3339(R"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))");
+  static const std::regex rfc3339(
+      R"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))");
   Poco::DateTime dt;
   int tzd = 0;
   if (value.size() > 64 || !std::regex_match(value, rfc3339) ||

@@ -20,6 +20,7 @@ bool is_uuid(const std::string &s);
 
 // X-Deadline: "1790000000000" (epoch ms) or "2026-11-22T05:00:00Z" / with fraction or offset.
 // Returns the deadline, or an error message naming the value and the accepted forms.
-std::variant<std::chrono::system_clock::time_point, std::string> parse_deadline_header(const std::string &value);
+std::variant<std::chrono::system_clock::time_point, std::string>
+parse_deadline_header(const std::string &value);
 
 } // namespace wo::http

@@ -15,10 +15,12 @@ namespace {
 uint64_t parse_uint(const std::string &opt, const std::string &v, uint64_t lo, uint64_t hi) {
   std::string allowed = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   bool digits = !v.empty() && v.size() <= 19;
-  for (unsigned char c : v) digits = digits && c >= '0' && c <= '9';
+  for (unsigned char c : v)
+    digits = digits && c >= '0' && c <= '9';
   if (!digits) throw UsageError("option " + opt + ": invalid value '" + v + "'; expected " + allowed);
   uint64_t x = std::strtoull(v.c_str(), nullptr, 10);
-  if (x < lo || x > hi) throw UsageError("option " + opt + ": value " + v + " is out of range; expected " + allowed);
+  if (x < lo || x > hi)
+    throw UsageError("option " + opt + ": value " + v + " is out of range; expected " + allowed);
   return x;
 }
 
@@ -36,7 +38,8 @@ std::string serve_usage() {
          "  --port P                      TCP port, 1024-65535\n"
          "options:\n"
          "  --bind ADDR                   listen address (default 127.0.0.1: loopback only)\n"
-         "  --callback-url URL            http:// URL POSTed {worker_id, model_ref, vram_bytes, uri} when ready\n"
+         "  --callback-url URL            http:// URL POSTed {worker_id, model_ref, vram_bytes, uri} when "
+         "ready\n"
          "  --max-tokens-in N             prompt token cap, 1-1048576 (default: the model's context length)\n"
          "  --max-tokens-out N            default and cap of a request's max_tokens, 1-2048 (default 2048)\n"
          "  --inference-timeout-sec N     per-job deadline, 1-86400 (default 300)\n"
@@ -81,7 +84,8 @@ ServeArgs parse_serve_args(int argc, const char *const *argv) {
        }},
       {"--bind",
        [&](const std::string &n, const std::string &v) {
-         if (v.empty()) throw UsageError("option " + n + ": empty value; expected an IP address such as 127.0.0.1");
+         if (v.empty())
+           throw UsageError("option " + n + ": empty value; expected an IP address such as 127.0.0.1");
          o.bind = v;
        }},
       {"--callback-url",
@@ -93,13 +97,18 @@ ServeArgs parse_serve_args(int argc, const char *const *argv) {
            throw UsageError("option " + n + ": invalid value '" + v + "'; expected an http:// URL");
          }
          if (uri.getScheme() != "http" || uri.getHost().empty())
-           throw UsageError("option " + n + ": invalid value '" + v + "'; expected an http:// URL with a host");
+           throw UsageError("option " + n + ": invalid value '" + v +
+                            "'; expected an http:// URL with a host");
          o.callback_url = v;
        }},
       {"--max-tokens-in",
-       [&](const std::string &n, const std::string &v) { o.max_tokens_in = static_cast<uint32_t>(parse_uint(n, v, 1, 1u << 20)); }},
+       [&](const std::string &n, const std::string &v) {
+         o.max_tokens_in = static_cast<uint32_t>(parse_uint(n, v, 1, 1u << 20));
+       }},
       {"--max-tokens-out",
-       [&](const std::string &n, const std::string &v) { o.max_tokens_out = static_cast<uint32_t>(parse_uint(n, v, 1, 2048)); }},
+       [&](const std::string &n, const std::string &v) {
+         o.max_tokens_out = static_cast<uint32_t>(parse_uint(n, v, 1, 2048));
+       }},
       {"--inference-timeout-sec",
        [&](const std::string &n, const std::string &v) {
          o.inference_timeout_sec = static_cast<uint32_t>(parse_uint(n, v, 1, 86400));

@@ -48,7 +48,8 @@ int run_serve(const ServeOptions &options, const BackendFactory &factory) {
   observe::info("model_load_complete",
                 {{"vram_bytes", facts.vram_bytes_used},
                  {"quant_kind", facts.quant_kind},
-                 {"load_ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()}});
+                 {"load_ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()}});
 
   Server server(*backend, options);
   try {
@@ -58,7 +59,8 @@ int run_serve(const ServeOptions &options, const BackendFactory &factory) {
   }
   if (!options.callback_url.empty()) {
     try {
-      post_ready_callback(options.callback_url, {options.worker_id, options.model_path, facts.vram_bytes_used, server.uri()});
+      post_ready_callback(options.callback_url,
+                          {options.worker_id, options.model_path, facts.vram_bytes_used, server.uri()});
     } catch (const std::exception &e) {
       server.drain_and_stop(std::chrono::milliseconds(0));
       return fail("ready_callback", e.what());

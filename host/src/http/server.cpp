@@ -29,8 +29,9 @@ struct Route {
   void (*fn)(ServerContext &, Exchange &);
 };
 const Route kRoutes[] = {
-    {"/execute", "POST", handle_execute}, {"/health", "GET", handle_health},     {"/metrics", "GET", handle_metrics},
-    {"/cancel", "POST", handle_cancel},   {"/shutdown", "POST", handle_shutdown},
+    {"/execute", "POST", handle_execute},   {"/health", "GET", handle_health},
+    {"/metrics", "GET", handle_metrics},    {"/cancel", "POST", handle_cancel},
+    {"/shutdown", "POST", handle_shutdown},
 };
 
 // Bodies beyond this are not even drained: the connection is closed on them.
@@ -84,15 +85,18 @@ public:
         for (const auto &r : kRoutes)
           if (path == r.path) resp.set("Allow", r.method);
         send_error(ex, "METHOD_NOT_ALLOWED",
-                   "method " + req.getMethod() + " is not allowed on " + path + "; expected " + resp.get("Allow"),
+                   "method " + req.getMethod() + " is not allowed on " + path + "; expected " +
+                       resp.get("Allow"),
                    "method");
       } else {
-        send_error(ex, "NOT_FOUND", "no endpoint at path '" + path.substr(0, 256) +
-                                        "'; expected one of /execute, /health, /metrics, /cancel, /shutdown",
+        send_error(ex, "NOT_FOUND",
+                   "no endpoint at path '" + path.substr(0, 256) +
+                       "'; expected one of /execute, /health, /metrics, /cancel, /shutdown",
                    "path");
       }
     } catch (const std::exception &e) {
-      observe::error("error", {{"code", "INTERNAL"}, {"correlation_id", ex.correlation_id}, {"message", e.what()}});
+      observe::error("error",
+                     {{"code", "INTERNAL"}, {"correlation_id", ex.correlation_id}, {"message", e.what()}});
       if (!resp.sent()) send_error(ex, "INTERNAL", std::string("internal error: ") + e.what());
     }
   }
@@ -170,11 +174,12 @@ void Server::start() {
   Poco::Net::ServerSocket socket;
   try {
     Poco::Net::SocketAddress addr(ctx_->options.bind, ctx_->options.port);
-    socket.bind(addr, true, false); // SO_REUSEADDR for restarts, never SO_REUSEPORT: a second worker must fail
+    socket.bind(addr, true,
+                false); // SO_REUSEADDR for restarts, never SO_REUSEPORT: a second worker must fail
     socket.listen(64);
   } catch (const Poco::Exception &e) {
-    throw std::runtime_error("cannot listen on " + ctx_->options.bind + ":" + std::to_string(ctx_->options.port) +
-                             ": " + e.displayText());
+    throw std::runtime_error("cannot listen on " + ctx_->options.bind + ":" +
+                             std::to_string(ctx_->options.port) + ": " + e.displayText());
   }
   ctx_->port = socket.address().port();
   auto *params = new Poco::Net::HTTPServerParams; // owned by the server (ref-counted)
@@ -183,7 +188,8 @@ void Server::start() {
   params->setKeepAlive(true);
   params->setTimeout(Poco::Timespan(30, 0));
   ctx_->pool = std::make_unique<Poco::ThreadPool>(2, kServerThreads + 2);
-  ctx_->server = std::make_unique<Poco::Net::HTTPServer>(new ApiHandlerFactory(*ctx_), *ctx_->pool, socket, params);
+  ctx_->server =
+      std::make_unique<Poco::Net::HTTPServer>(new ApiHandlerFactory(*ctx_), *ctx_->pool, socket, params);
   ctx_->server->start();
 }
 
@@ -222,10 +228,9 @@ void Server::drain_and_stop(std::chrono::milliseconds deadline) {
   if (ctx_->server) ctx_->server->stopAll(true);
   ctx_->stopped = true;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  observe::info("shutdown", {{"drain_ms", ms},
-                             {"job_id", job},
-                             {"job_cancelled", cancelled},
-                             {"job_finished", finished}});
+  observe::info(
+      "shutdown",
+      {{"drain_ms", ms}, {"job_id", job}, {"job_cancelled", cancelled}, {"job_finished", finished}});
 }
 
 std::string Server::metrics_text() const { return ctx_->metrics.render(); }

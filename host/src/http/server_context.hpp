@@ -53,8 +53,8 @@ struct Exchange {
 // Response helpers: every JSON response carries X-Correlation-Id (set by the router).
 void send_json(Exchange &ex, int status, const std::string &json);
 // {"code","message","field"?}; Retry-After when retry_after_s > 0.
-void send_error(Exchange &ex, const std::string &code, const std::string &message, const std::string &field = {},
-                int retry_after_s = 0);
+void send_error(Exchange &ex, const std::string &code, const std::string &message,
+                const std::string &field = {}, int retry_after_s = 0);
 // JSON string escaping for small hand-built bodies.
 std::string json_string(const std::string &s);
 

@@ -59,7 +59,8 @@ bool SseStream::token(const std::string &text, uint32_t index) {
   return write("token", sb.GetString());
 }
 
-bool SseStream::end(uint32_t tokens_out, uint32_t tokens_in, double decode_time_ms, const std::string &stop_reason) {
+bool SseStream::end(uint32_t tokens_out, uint32_t tokens_in, double decode_time_ms,
+                    const std::string &stop_reason) {
   if (!started_ || terminal_) return false;
   terminal_ = true;
   rapidjson::StringBuffer sb;
@@ -98,8 +99,8 @@ std::string rfc3339_now() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
 }
 

@@ -15,7 +15,8 @@ public:
 
   // Each returns false when the client is gone (write or flush failed) or the event is not allowed
   // at this point of the stream (e.g. anything after the terminal event).
-  bool started(const std::string &job_id, const std::string &model, const std::string &started_at, uint64_t seed);
+  bool started(const std::string &job_id, const std::string &model, const std::string &started_at,
+               uint64_t seed);
   bool token(const std::string &text, uint32_t index);
   bool end(uint32_t tokens_out, uint32_t tokens_in, double decode_time_ms, const std::string &stop_reason);
   bool error(const std::string &code, const std::string &message, bool retriable);

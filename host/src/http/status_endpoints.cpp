@@ -15,11 +15,11 @@ void put(Writer &w, const char *k, const std::string &v) {
 
 void handle_health(ServerContext &ctx, Exchange &ex) {
   ModelFacts f = ctx.backend.facts();
-  const char *state = !f.healthy                 ? "failed"
-                      : ctx.slot.draining()      ? "draining"
-                      : ctx.slot.busy()          ? "busy"
-                      : f.resident               ? "ready"
-                                                 : "starting";
+  const char *state = !f.healthy            ? "failed"
+                      : ctx.slot.draining() ? "draining"
+                      : ctx.slot.busy()     ? "busy"
+                      : f.resident          ? "ready"
+                                            : "starting";
   rapidjson::StringBuffer sb;
   Writer w(sb);
   w.StartObject();
@@ -39,7 +39,8 @@ void handle_health(ServerContext &ctx, Exchange &ex) {
   w.Uint(f.context_length);
   w.Key("uptime_seconds");
   w.Uint64(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started).count()));
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started)
+          .count()));
   put(w, "sm", f.sm);
   put(w, "cuda_runtime_version", f.cuda_runtime_version);
   w.Key("plugins");

@@ -63,7 +63,8 @@ Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper
 void Histogram::observe(double v) {
   std::lock_guard<std::mutex> lk(mu_);
   size_t i = 0;
-  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  while (i < bounds_.size() && v > bounds_[i])
+    ++i;
   ++counts_[i];
   sum_ += v;
   ++count_;
@@ -73,7 +74,8 @@ void Histogram::snapshot(std::vector<uint64_t> &cumulative, double &sum, uint64_
   std::lock_guard<std::mutex> lk(mu_);
   cumulative.resize(counts_.size());
   uint64_t running = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) cumulative[i] = running += counts_[i];
+  for (size_t i = 0; i < counts_.size(); ++i)
+    cumulative[i] = running += counts_[i];
   sum = sum_;
   count = count_;
 }
@@ -135,9 +137,12 @@ std::string Registry::render() const {
   for (const auto &[name, f] : families_) {
     std::string help;
     for (char c : f.help) {
-      if (c == '\\') help += "\\\\";
-      else if (c == '\n') help += "\\n";
-      else help += c;
+      if (c == '\\')
+        help += "\\\\";
+      else if (c == '\n')
+        help += "\\n";
+      else
+        help += c;
     }
     out << "# HELP " << name << ' ' << help << '\n';
     out << "# TYPE " << name << ' ' << type_name(static_cast<int>(f.type)) << '\n';
@@ -174,10 +179,14 @@ std::string escape_label_value(const std::string &v) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }

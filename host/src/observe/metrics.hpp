@@ -60,8 +60,8 @@ public:
   // [a-zA-Z_:][a-zA-Z0-9_:]* (label names without ':'); std::invalid_argument otherwise.
   Counter &counter(const std::string &name, const std::string &help, const Labels &labels = {});
   Gauge &gauge(const std::string &name, const std::string &help, const Labels &labels = {});
-  Histogram &histogram(const std::string &name, const std::string &help, const std::vector<double> &upper_bounds,
-                       const Labels &labels = {});
+  Histogram &histogram(const std::string &name, const std::string &help,
+                       const std::vector<double> &upper_bounds, const Labels &labels = {});
   // A gauge whose value is computed at scrape time (uptime, VRAM from cached facts).
   void gauge_fn(const std::string &name, const std::string &help, const Labels &labels,
                 std::function<double()> fn);

@@ -23,7 +23,8 @@ TEST_F(ServerTest, NormalStreamHasStartedTokensEndInOrder) {
   auto started = parse_json(events[0].data);
   EXPECT_STREQ(started["job_id"].GetString(), "job-1");
   EXPECT_STREQ(started["model"].GetString(), "llama-tiny-Q8_0.gguf");
-  EXPECT_TRUE(std::regex_match(started["started_at"].GetString(), kRfc3339)) << started["started_at"].GetString();
+  EXPECT_TRUE(std::regex_match(started["started_at"].GetString(), kRfc3339))
+      << started["started_at"].GetString();
   EXPECT_EQ(started["seed"].GetUint64(), 7u);
   const char *texts[] = {"Hello", ",", " world", "!"};
   for (int i = 0; i < 4; ++i) {
@@ -205,7 +206,8 @@ TEST_F(ServerTest, XDeadlineTightensTheJobDeadlineAndIsLogged) {
 
 TEST_F(ServerTest, XDeadlineAcceptsRfc3339AndRejectsGarbage) {
   start();
-  auto ok = post("/execute", R"({"job_id":"a","prompt":"p"})", {{"X-Deadline", "2099-01-01T00:00:00.250+02:00"}});
+  auto ok =
+      post("/execute", R"({"job_id":"a","prompt":"p"})", {{"X-Deadline", "2099-01-01T00:00:00.250+02:00"}});
   EXPECT_EQ(checked_stream(ok.body).back().event, "end");
   auto bad = post("/execute", R"({"job_id":"b","prompt":"p"})", {{"X-Deadline", "tomorrow"}});
   EXPECT_EQ(bad.status, 400);
@@ -229,8 +231,8 @@ TEST_F(ServerTest, PromptLongerThanContextIs400BeforeTheStream) {
 TEST_F(ServerTest, MaxTokensInBoundIsInclusive) {
   options_.max_tokens_in = 16;
   start();
-  std::string at_limit(60, 'x');    // 16 tokens
-  std::string over_limit(64, 'x');  // 17 tokens
+  std::string at_limit(60, 'x');   // 16 tokens
+  std::string over_limit(64, 'x'); // 17 tokens
   EXPECT_EQ(post("/execute", R"({"job_id":"a","prompt":")" + at_limit + R"("})").status, 200);
   auto r = post("/execute", R"({"job_id":"b","prompt":")" + over_limit + R"("})");
   EXPECT_EQ(r.status, 400);
@@ -249,7 +251,11 @@ TEST_F(ServerTest, TokenizerFailureIsAnErrorBeforeTheStream) {
 
 TEST_F(ServerTest, TokenTextIsJsonEscapedOnOneDataLine) {
   EXPECT_CALL(*backend_, run(_, _, _, _))
-      .WillOnce(Invoke(ScriptedJob{{"line1\nline2", "\"quoted\"", "tab\there", "\r\n\r\n", "é中🙂"}, StopReason::eos, {}, 1, nullptr}));
+      .WillOnce(Invoke(ScriptedJob{{"line1\nline2", "\"quoted\"", "tab\there", "\r\n\r\n", "é中🙂"},
+                                   StopReason::eos,
+                                   {},
+                                   1,
+                                   nullptr}));
   start();
   auto events = checked_stream(post("/execute", R"({"job_id":"esc","prompt":"p"})").body);
   ASSERT_EQ(events.size(), 7u);

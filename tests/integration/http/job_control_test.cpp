@@ -106,8 +106,9 @@ TEST_F(JobControlTest, ClientDisconnectCancelsTheJob) {
     sock.connect(Poco::Net::SocketAddress("127.0.0.1", port()));
     sock.setReceiveTimeout(Poco::Timespan(5, 0));
     std::string body = R"({"job_id":"gone","prompt":"p"})";
-    std::string req = "POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string req =
+        "POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     sock.sendBytes(req.data(), static_cast<int>(req.size()));
     std::string got;
     char buf[1024];
@@ -118,7 +119,8 @@ TEST_F(JobControlTest, ClientDisconnectCancelsTheJob) {
     }
     sock.close();
   }
-  for (int i = 0; i < 500 && !saw_gone; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 500 && !saw_gone; ++i)
+    std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(saw_gone) << "the backend never saw the client gone";
   wait_for_state("ready");
   EXPECT_EQ(metric("worker_requests_total", {{"outcome", "cancelled"}}), 1.0);
@@ -150,7 +152,8 @@ TEST_F(JobControlTest, DrainRefusesNewJobsAndCancelsTheRunningOneAtTheDeadline) 
 TEST_F(JobControlTest, DrainLetsAJobThatFinishesInTimeEndNormally) {
   EXPECT_CALL(*backend_, run(_, _, _, _)).WillOnce(Invoke(slow_job(40, 5ms)));
   start();
-  auto job = std::async(std::launch::async, [this] { return post("/execute", R"({"job_id":"short","prompt":"p"})"); });
+  auto job = std::async(std::launch::async,
+                        [this] { return post("/execute", R"({"job_id":"short","prompt":"p"})"); });
   wait_for_state("busy");
   server_->drain_and_stop(10s);
   auto events = checked_stream(job.get().body);

@@ -64,11 +64,14 @@ std::vector<Case> build_cases() {
       {"prompt_empty", R"({"job_id":"j","prompt":""})", "prompt"},
       {"prompt_array", R"({"job_id":"j","prompt":["a","b"]})", "prompt"},
       {"prompt_32769_ascii", R"({"job_id":"j","prompt":")" + std::string(32769, 'a') + R"("})", "prompt"},
-      {"prompt_32769_two_byte_chars", [] {
+      {"prompt_32769_two_byte_chars",
+       [] {
          std::string p;
-         for (int i = 0; i < 32769; ++i) p += "\xc3\xa9";
+         for (int i = 0; i < 32769; ++i)
+           p += "\xc3\xa9";
          return R"({"job_id":"j","prompt":")" + p + R"("})";
-       }(), "prompt"},
+       }(),
+       "prompt"},
       // max_tokens
       {"max_tokens_zero", with(R"("max_tokens":0)"), "max_tokens"},
       {"max_tokens_negative", with(R"("max_tokens":-1)"), "max_tokens"},
@@ -147,7 +150,9 @@ TEST_P(MalformedRequestTest, IsAnswered400NamingTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, MalformedRequestTest, ::testing::Range<size_t>(0, cases().size()),
-                         [](const ::testing::TestParamInfo<size_t> &info) { return std::string(cases()[info.param].name); });
+                         [](const ::testing::TestParamInfo<size_t> &info) {
+                           return std::string(cases()[info.param].name);
+                         });
 
 TEST(MalformedRequestMatrix, HasAtLeastSixtyCases) { EXPECT_GE(cases().size(), 60u); }
 
@@ -162,8 +167,9 @@ TEST_F(ServerTest, DeeplyNestedUnknownFieldIsIgnoredWithoutExhaustingTheStack) {
 TEST_F(ServerTest, HugeDeclaredContentLengthIsRefusedWithoutReadingIt) {
   EXPECT_CALL(*backend_, run(::testing::_, ::testing::_, ::testing::_, ::testing::_)).Times(0);
   start();
-  std::string reply = raw_exchange(port(), "POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                           "Content-Length: 1000000000000\r\n\r\n{\"job_id\":");
+  std::string reply =
+      raw_exchange(port(), "POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 1000000000000\r\n\r\n{\"job_id\":");
   EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply.substr(0, 200);
   EXPECT_NE(reply.find("\"field\":\"body\""), std::string::npos) << reply;
 }
@@ -174,7 +180,8 @@ TEST_F(ServerTest, ChunkedBodyOverOneMibIsRefused) {
   char size_line[32];
   std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
   std::string req = "POST /execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (int i = 0; i < 5; ++i) req += size_line + chunk + "\r\n";
+  for (int i = 0; i < 5; ++i)
+    req += size_line + chunk + "\r\n";
   req += "0\r\n\r\n";
   std::string reply = raw_exchange(port(), req);
   EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply.substr(0, 200);
@@ -184,11 +191,13 @@ TEST_F(ServerTest, ChunkedBodyOverOneMibIsRefused) {
 TEST_F(ServerTest, BoundaryValuesAreAccepted) {
   start();
   std::string four_byte;
-  for (int i = 0; i < 32768; ++i) four_byte += "\xf0\x9f\x99\x82"; // 32768 characters, 128 KiB
+  for (int i = 0; i < 32768; ++i)
+    four_byte += "\xf0\x9f\x99\x82"; // 32768 characters, 128 KiB
   options_.max_tokens_in = 0;
   const std::string ok_bodies[] = {
       with(R"("max_tokens":1,"temperature":0,"top_p":0,"top_k":0,"min_p":0,"repetition_penalty":0,"seed":0)"),
-      with(R"("max_tokens":2048,"temperature":2,"top_p":1,"top_k":32000,"min_p":1,"repetition_penalty":2,"seed":18446744073709551615,"stop":["a","b","c","d"])"),
+      with(
+          R"("max_tokens":2048,"temperature":2,"top_p":1,"top_k":32000,"min_p":1,"repetition_penalty":2,"seed":18446744073709551615,"stop":["a","b","c","d"])"),
       with(R"("temperature":2.0,"top_p":1.0,"stop":[])"),
   };
   for (const auto &b : ok_bodies) {

@@ -101,7 +101,8 @@ struct ScriptedJob {
 // `count` tokens "tok0 ", "tok1 ", ... produced `gap` apart.
 inline ScriptedJob slow_job(size_t count, std::chrono::milliseconds gap) {
   ScriptedJob j;
-  for (size_t i = 0; i < count; ++i) j.tokens.push_back("tok" + std::to_string(i) + " ");
+  for (size_t i = 0; i < count; ++i)
+    j.tokens.push_back("tok" + std::to_string(i) + " ");
   j.gap = gap;
   return j;
 }

@@ -52,7 +52,8 @@ protected:
   }
   // Bounded: a worker that does not exit within 15 s fails the test and is stopped.
   int join() {
-    for (int i = 0; i < 1500 && !done_; ++i) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 1500 && !done_; ++i)
+      std::this_thread::sleep_for(10ms);
     if (!done_) {
       ADD_FAILURE() << "run_serve did not return within 15 s";
       pthread_kill(thread_.native_handle(), SIGTERM);
@@ -62,7 +63,8 @@ protected:
   }
   std::vector<std::string> event_names() {
     std::vector<std::string> names;
-    for (const auto &l : log_lines()) names.push_back(parse_json(l)["event"].GetString());
+    for (const auto &l : log_lines())
+      names.push_back(parse_json(l)["event"].GetString());
     return names;
   }
   void TearDown() override {
@@ -87,8 +89,8 @@ TEST_F(ServeLifecycleTest, SigtermDrainsAndExitsZeroAfterTheStartupSequence) {
   pthread_kill(thread_.native_handle(), SIGTERM);
   EXPECT_EQ(join(), 0);
   auto names = event_names();
-  std::vector<std::string> expected = {"startup", "model_load_start", "model_load_complete", "ready",
-                                       "shutdown_requested", "shutdown"};
+  std::vector<std::string> expected = {"startup", "model_load_start",   "model_load_complete",
+                                       "ready",   "shutdown_requested", "shutdown"};
   EXPECT_EQ(names, expected);
   for (const auto &l : log_lines()) {
     auto j = parse_json(l);
@@ -105,9 +107,11 @@ TEST_F(ServeLifecycleTest, SigintDuringAJobCancelsItAtTheDeadlineAndExitsZero) {
   launch();
   uint16_t port = wait_ready();
   ASSERT_NE(port, 0);
-  auto job = std::async(std::launch::async,
-                        [port] { return http_request(port, "POST", "/execute", R"({"job_id":"j","prompt":"p"})"); });
-  for (int i = 0; i < 500 && log_events("execute_start").empty(); ++i) std::this_thread::sleep_for(10ms);
+  auto job = std::async(std::launch::async, [port] {
+    return http_request(port, "POST", "/execute", R"({"job_id":"j","prompt":"p"})");
+  });
+  for (int i = 0; i < 500 && log_events("execute_start").empty(); ++i)
+    std::this_thread::sleep_for(10ms);
   pthread_kill(thread_.native_handle(), SIGINT);
   auto events = checked_stream(job.get().body);
   EXPECT_STREQ(parse_json(events.back().data)["code"].GetString(), "CANCELLED");
@@ -142,7 +146,8 @@ TEST_F(ServeLifecycleTest, BindFailureExitsOne) {
   EXPECT_EQ(join(), 1);
   auto e = parse_json(log_events("error").at(0));
   EXPECT_STREQ(e["step"].GetString(), "http_server");
-  EXPECT_NE(std::string(e["message"].GetString()).find(std::to_string(taken.address().port())), std::string::npos);
+  EXPECT_NE(std::string(e["message"].GetString()).find(std::to_string(taken.address().port())),
+            std::string::npos);
 }
 
 // Records the one POST a ready callback makes.
@@ -211,7 +216,8 @@ TEST_F(ServeLifecycleTest, RefusedReadyCallbackExitsOne) {
   EXPECT_EQ(join(), 1);
   auto e = parse_json(log_events("error").at(0));
   EXPECT_STREQ(e["step"].GetString(), "ready_callback");
-  EXPECT_NE(std::string(e["message"].GetString()).find("HTTP 500"), std::string::npos) << e["message"].GetString();
+  EXPECT_NE(std::string(e["message"].GetString()).find("HTTP 500"), std::string::npos)
+      << e["message"].GetString();
   EXPECT_TRUE(log_events("ready").empty());
   cb.stop();
 }

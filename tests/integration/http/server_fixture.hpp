@@ -25,7 +25,8 @@ protected:
     backend_ = std::make_unique<::testing::NiceMock<MockBackend>>();
     ON_CALL(*backend_, facts()).WillByDefault(::testing::Return(tiny_facts()));
     ON_CALL(*backend_, count_prompt_tokens(::testing::_)).WillByDefault(scripted_token_count);
-    ON_CALL(*backend_, run).WillByDefault(ScriptedJob{{"Hello", ",", " world", "!"}, StopReason::eos, {}, 42, nullptr});
+    ON_CALL(*backend_, run)
+        .WillByDefault(ScriptedJob{{"Hello", ",", " world", "!"}, StopReason::eos, {}, 42, nullptr});
     options_.worker_id = "123e4567-e89b-42d3-a456-426614174000";
     options_.model_path = "llama-tiny-Q8_0.gguf";
     options_.port = 0;
@@ -76,7 +77,8 @@ inline rapidjson::Document parse_json(const std::string &s) {
 inline std::vector<SseEvent> checked_stream(const std::string &body) {
   std::vector<std::string> errors;
   auto events = parse_sse(body, &errors);
-  for (const auto &e : errors) ADD_FAILURE() << "SSE framing: " << e;
+  for (const auto &e : errors)
+    ADD_FAILURE() << "SSE framing: " << e;
   size_t terminals = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     const auto &e = events[i];

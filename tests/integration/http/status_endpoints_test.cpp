@@ -20,13 +20,20 @@ TEST_F(ServerTest, HealthHasTheDocumentedSchemaFromCachedFacts) {
     const char *name;
     bool (rapidjson::Value::*is)() const;
   };
-  const Key keys[] = {{"status", &rapidjson::Value::IsString},       {"state", &rapidjson::Value::IsString},
-                      {"worker_id", &rapidjson::Value::IsString},    {"model", &rapidjson::Value::IsString},
-                      {"resident", &rapidjson::Value::IsBool},       {"quant_kind", &rapidjson::Value::IsString},
-                      {"vram_bytes_used", &rapidjson::Value::IsUint64}, {"tokenizer_kind", &rapidjson::Value::IsString},
-                      {"vocab_size", &rapidjson::Value::IsUint},     {"context_length", &rapidjson::Value::IsUint},
-                      {"uptime_seconds", &rapidjson::Value::IsUint64}, {"sm", &rapidjson::Value::IsString},
-                      {"cuda_runtime_version", &rapidjson::Value::IsString}, {"plugins", &rapidjson::Value::IsArray}};
+  const Key keys[] = {{"status", &rapidjson::Value::IsString},
+                      {"state", &rapidjson::Value::IsString},
+                      {"worker_id", &rapidjson::Value::IsString},
+                      {"model", &rapidjson::Value::IsString},
+                      {"resident", &rapidjson::Value::IsBool},
+                      {"quant_kind", &rapidjson::Value::IsString},
+                      {"vram_bytes_used", &rapidjson::Value::IsUint64},
+                      {"tokenizer_kind", &rapidjson::Value::IsString},
+                      {"vocab_size", &rapidjson::Value::IsUint},
+                      {"context_length", &rapidjson::Value::IsUint},
+                      {"uptime_seconds", &rapidjson::Value::IsUint64},
+                      {"sm", &rapidjson::Value::IsString},
+                      {"cuda_runtime_version", &rapidjson::Value::IsString},
+                      {"plugins", &rapidjson::Value::IsArray}};
   for (const auto &k : keys) {
     ASSERT_TRUE(h.HasMember(k.name)) << "missing " << k.name;
     EXPECT_TRUE((h[k.name].*k.is)()) << k.name << " has the wrong type";
@@ -66,7 +73,8 @@ TEST_F(ServerTest, MetricsParseAsPrometheusTextAndCountJobs) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u) << r.header("Content-Type");
   PromText m = parse_prometheus(r.body);
-  for (const auto &e : m.errors) ADD_FAILURE() << e;
+  for (const auto &e : m.errors)
+    ADD_FAILURE() << e;
   EXPECT_EQ(m.types["worker_vram_bytes"], "gauge");
   EXPECT_EQ(m.types["worker_uptime_seconds"], "gauge");
   EXPECT_EQ(m.types["worker_requests_total"], "counter");
@@ -78,7 +86,8 @@ TEST_F(ServerTest, MetricsParseAsPrometheusTextAndCountJobs) {
     EXPECT_EQ(s.labels.count("model"), 1u) << s.name;
     EXPECT_EQ(s.labels.count("quant_kind"), 1u) << s.name;
   }
-  EXPECT_EQ(m.value("worker_vram_bytes", {{"model", "llama-tiny-Q8_0.gguf"}, {"quant_kind", "Q8_0"}}), 123456789.0);
+  EXPECT_EQ(m.value("worker_vram_bytes", {{"model", "llama-tiny-Q8_0.gguf"}, {"quant_kind", "Q8_0"}}),
+            123456789.0);
   EXPECT_EQ(m.value("worker_requests_total", {{"outcome", "success"}}), 1.0);
   EXPECT_EQ(m.value("worker_requests_total", {{"outcome", "invalid_request"}}), 1.0);
   EXPECT_EQ(m.value("worker_tokens_in_total"), scripted_token_count("count me"));
@@ -119,7 +128,8 @@ TEST_F(ServerTest, CorrelationIdIsEchoedOrGeneratedAsUuidV4) {
   EXPECT_EQ(echoed.header("X-Correlation-Id"), "req-abc-123");
   auto generated = get("/health");
   static const std::regex v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
-  EXPECT_TRUE(std::regex_match(generated.header("X-Correlation-Id"), v4)) << generated.header("X-Correlation-Id");
+  EXPECT_TRUE(std::regex_match(generated.header("X-Correlation-Id"), v4))
+      << generated.header("X-Correlation-Id");
   EXPECT_NE(get("/health").header("X-Correlation-Id"), generated.header("X-Correlation-Id"));
   // On errors and streams too, and carried into the job's log events.
   EXPECT_EQ(post("/execute", "{", {{"X-Correlation-Id", "bad-1"}}).header("X-Correlation-Id"), "bad-1");
@@ -133,12 +143,14 @@ TEST_F(ServerTest, CorrelationIdIsEchoedOrGeneratedAsUuidV4) {
 TEST_F(ServerTest, NoPromptOrOutputTextInAnyLogLine) {
   const std::string prompt = "SECRET-PROMPT-7f3a9 tell me everything";
   EXPECT_CALL(*backend_, run(::testing::_, ::testing::_, ::testing::_, ::testing::_))
-      .WillOnce(::testing::Invoke(ScriptedJob{{"SECRET-", "OUTPUT-", "c41e"}, StopReason::eos, {}, 1, nullptr}))
+      .WillOnce(
+          ::testing::Invoke(ScriptedJob{{"SECRET-", "OUTPUT-", "c41e"}, StopReason::eos, {}, 1, nullptr}))
       .WillOnce(::testing::Invoke([](const JobRequest &, TokenSink &, const std::atomic<bool> &, auto) {
         return failed("INTERNAL", "failed", false);
       }));
   start();
-  checked_stream(post("/execute", R"({"job_id":"secret","prompt":")" + prompt + R"(","stop":["SECRET-STOP"]})").body);
+  checked_stream(
+      post("/execute", R"({"job_id":"secret","prompt":")" + prompt + R"(","stop":["SECRET-STOP"]})").body);
   checked_stream(post("/execute", R"({"job_id":"secret2","prompt":")" + prompt + R"("})").body);
   post("/execute", R"({"job_id":"secret3","prompt":")" + prompt + R"(","temperature":9})");
   post("/execute", R"({"job_id":"secret4","prompt":")" + prompt + R"(","stop":[""]})");

@@ -17,7 +17,8 @@
 namespace wo::http::testing {
 namespace {
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 bool name_char(char c, bool first) {
@@ -40,14 +41,16 @@ std::string HttpReply::header(const std::string &name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
-HttpReply http_request(uint16_t port, const std::string &method, const std::string &path, const std::string &body,
-                       const Headers &headers) {
+HttpReply http_request(uint16_t port, const std::string &method, const std::string &path,
+                       const std::string &body, const Headers &headers) {
   Poco::Net::HTTPClientSession session("127.0.0.1", port);
   session.setTimeout(Poco::Timespan(5, 0));
   Poco::Net::HTTPRequest req(method, path, Poco::Net::HTTPMessage::HTTP_1_1);
-  for (const auto &h : headers) req.set(h.first, h.second);
+  for (const auto &h : headers)
+    req.set(h.first, h.second);
   if (!body.empty() || method == "POST") {
-    if (req.getContentType() == Poco::Net::HTTPMessage::UNKNOWN_CONTENT_TYPE) req.setContentType("application/json");
+    if (req.getContentType() == Poco::Net::HTTPMessage::UNKNOWN_CONTENT_TYPE)
+      req.setContentType("application/json");
     req.setContentLength(static_cast<std::streamsize>(body.size()));
   }
   session.sendRequest(req) << body;
@@ -55,7 +58,8 @@ HttpReply http_request(uint16_t port, const std::string &method, const std::stri
   std::istream &in = session.receiveResponse(resp);
   HttpReply r;
   r.status = resp.getStatus();
-  for (const auto &h : resp) r.headers[lower(h.first)] = h.second;
+  for (const auto &h : resp)
+    r.headers[lower(h.first)] = h.second;
   Poco::StreamCopier::copyToString(in, r.body);
   return r;
 }
@@ -102,7 +106,9 @@ PromText parse_prometheus(const std::string &text) {
   std::istringstream in(text);
   std::string line;
   int n = 0;
-  auto err = [&](const std::string &what) { out.errors.push_back("line " + std::to_string(n) + ": " + what); };
+  auto err = [&](const std::string &what) {
+    out.errors.push_back("line " + std::to_string(n) + ": " + what);
+  };
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
@@ -117,7 +123,8 @@ PromText parse_prometheus(const std::string &text) {
         if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
         if (kind == "TYPE") {
           static const char *types[] = {"counter", "gauge", "histogram", "summary", "untyped"};
-          if (std::find(std::begin(types), std::end(types), rest) == std::end(types)) err("unknown type '" + rest + "'");
+          if (std::find(std::begin(types), std::end(types), rest) == std::end(types))
+            err("unknown type '" + rest + "'");
           if (out.types.count(name)) err("second TYPE for " + name);
           out.types[name] = rest;
         } else {
@@ -128,7 +135,8 @@ PromText parse_prometheus(const std::string &text) {
     }
     Sample s;
     size_t i = 0;
-    while (i < line.size() && name_char(line[i], i == 0)) ++i;
+    while (i < line.size() && name_char(line[i], i == 0))
+      ++i;
     s.name = line.substr(0, i);
     if (s.name.empty()) {
       err("sample without a metric name");
@@ -138,7 +146,8 @@ PromText parse_prometheus(const std::string &text) {
       ++i;
       while (i < line.size() && line[i] != '}') {
         size_t k0 = i;
-        while (i < line.size() && name_char(line[i], i == k0) && line[i] != ':') ++i;
+        while (i < line.size() && name_char(line[i], i == k0) && line[i] != ':')
+          ++i;
         std::string key = line.substr(k0, i - k0);
         if (key.empty() || i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') {
           err("bad label in '" + line + "'");
@@ -151,9 +160,12 @@ PromText parse_prometheus(const std::string &text) {
           char c = line[i++];
           if (c == '\\' && i < line.size()) {
             char e = line[i++];
-            if (e == 'n') value += '\n';
-            else if (e == '\\' || e == '"') value += e;
-            else err("bad escape in label value");
+            if (e == 'n')
+              value += '\n';
+            else if (e == '\\' || e == '"')
+              value += e;
+            else
+              err("bad escape in label value");
           } else if (c == '"') {
             closed = true;
             break;
@@ -215,7 +227,8 @@ std::string raw_exchange(uint16_t port, const std::string &bytes) {
   size_t sent = 0;
   try {
     while (sent < bytes.size()) {
-      int n = sock.sendBytes(bytes.data() + sent, static_cast<int>(std::min<size_t>(bytes.size() - sent, 65536)));
+      int n =
+          sock.sendBytes(bytes.data() + sent, static_cast<int>(std::min<size_t>(bytes.size() - sent, 65536)));
       if (n <= 0) break;
       sent += static_cast<size_t>(n);
     }

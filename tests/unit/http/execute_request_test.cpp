@@ -15,7 +15,9 @@ RequestLimits limits() {
   return l;
 }
 
-std::string body(const std::string &extra) { return R"({"job_id":"j","prompt":"p")" + (extra.empty() ? "" : "," + extra) + "}"; }
+std::string body(const std::string &extra) {
+  return R"({"job_id":"j","prompt":"p")" + (extra.empty() ? "" : "," + extra) + "}";
+}
 
 // The field named by the error, or "" when the body is accepted.
 std::string rejected_field(const std::string &b, RequestLimits l = limits()) {
@@ -26,7 +28,8 @@ std::string rejected_field(const std::string &b, RequestLimits l = limits()) {
 
 JobRequest accepted(const std::string &b, RequestLimits l = limits()) {
   auto r = parse_execute_request(b, l);
-  if (auto *e = std::get_if<ValidationError>(&r)) ADD_FAILURE() << b.substr(0, 200) << " rejected: " << e->message;
+  if (auto *e = std::get_if<ValidationError>(&r))
+    ADD_FAILURE() << b.substr(0, 200) << " rejected: " << e->message;
   return std::holds_alternative<JobRequest>(r) ? std::get<JobRequest>(r) : JobRequest{};
 }
 
@@ -57,7 +60,8 @@ TEST(ExecuteRequest, PromptIsRequiredNonEmptyAndAtMost32768Characters) {
   EXPECT_EQ(rejected_field(R"({"job_id":"j","prompt":")" + over + R"("})"), "prompt");
   // Characters, not bytes: 32768 three-byte characters are fine.
   std::string wide;
-  for (int i = 0; i < 32768; ++i) wide += "\xe4\xb8\xad";
+  for (int i = 0; i < 32768; ++i)
+    wide += "\xe4\xb8\xad";
   EXPECT_EQ(accepted(R"({"job_id":"j","prompt":")" + wide + R"("})").prompt.size(), 3u * 32768u);
 }
 
@@ -134,7 +138,8 @@ TEST(ExecuteRequest, MessagesNameFieldValueAndRuleButNeverEchoText) {
   auto r = parse_execute_request(body(R"("temperature":2.5)"), limits());
   auto e = std::get<ValidationError>(r);
   EXPECT_EQ(e.message, "field 'temperature': found 2.5; expected a number in [0.0, 2.0]");
-  auto s = std::get<ValidationError>(parse_execute_request(R"({"job_id":"j","prompt":"p","max_tokens":"secret"})", limits()));
+  auto s = std::get<ValidationError>(
+      parse_execute_request(R"({"job_id":"j","prompt":"p","max_tokens":"secret"})", limits()));
   EXPECT_EQ(s.message.find("secret"), std::string::npos) << s.message;
   EXPECT_NE(s.message.find("a string of 6 bytes"), std::string::npos) << s.message;
 }

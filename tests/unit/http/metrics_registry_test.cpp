@@ -45,8 +45,10 @@ TEST(MetricsRegistry, HistogramBucketsAreCumulativeWithSumAndCount) {
   for (size_t b = 0; b < bounds.size(); ++b) {
     uint64_t expected = 0;
     double expected_sum = 0;
-    for (double v : values) expected += v <= bounds[b];
-    for (double v : values) expected_sum += v;
+    for (double v : values)
+      expected += v <= bounds[b];
+    for (double v : values)
+      expected_sum += v;
     EXPECT_EQ(cum[b], expected) << "le=" << bounds[b];
     EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
   }
@@ -55,7 +57,8 @@ TEST(MetricsRegistry, HistogramBucketsAreCumulativeWithSumAndCount) {
   std::string text = r.render();
   EXPECT_NE(text.find("lat_ms_bucket{model=\"m\",le=\"+Inf\"} 500\n"), std::string::npos) << text;
   EXPECT_NE(text.find("lat_ms_count{model=\"m\"} 500\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("lat_ms_bucket{model=\"m\",le=\"10\"} " + std::to_string(cum[1]) + "\n"), std::string::npos);
+  EXPECT_NE(text.find("lat_ms_bucket{model=\"m\",le=\"10\"} " + std::to_string(cum[1]) + "\n"),
+            std::string::npos);
 }
 
 TEST(MetricsRegistry, LabelValuesAreEscaped) {
@@ -81,9 +84,11 @@ TEST(MetricsRegistry, ConcurrentIncrementsAreNotLost) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
-      for (int i = 0; i < 10000; ++i) c.inc();
+      for (int i = 0; i < 10000; ++i)
+        c.inc();
     });
-  for (auto &t : threads) t.join();
+  for (auto &t : threads)
+    t.join();
   EXPECT_EQ(c.value(), 40000.0);
 }
 

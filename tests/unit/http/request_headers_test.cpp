@@ -8,7 +8,8 @@ namespace {
 
 TEST(RequestHeaders, CorrelationIdIsKeptWhenSaneAndReplacedOtherwise) {
   EXPECT_EQ(correlation_id_or_new("abc-123"), "abc-123");
-  for (const std::string &bad : {std::string(), std::string(129, 'a'), std::string("has space"), std::string("tab\t")}) {
+  for (const std::string &bad :
+       {std::string(), std::string(129, 'a'), std::string("has space"), std::string("tab\t")}) {
     std::string id = correlation_id_or_new(bad);
     EXPECT_TRUE(is_uuid(id)) << id;
     EXPECT_EQ(id[14], '4') << "version 4";

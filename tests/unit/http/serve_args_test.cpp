@@ -13,13 +13,15 @@ const char *kId = "123e4567-e89b-42d3-a456-426614174000";
 ServeArgs parse(std::vector<std::string> extra, bool with_required = true) {
   // Required options first, unless `extra` gives that option itself.
   std::vector<std::string> args = {"serve"};
-  const std::vector<std::string> required = {"--worker-id", kId, "--model", "m.gguf", "--gpu-device", "0", "--port", "8080"};
+  const std::vector<std::string> required = {"--worker-id",  kId, "--model", "m.gguf",
+                                             "--gpu-device", "0", "--port",  "8080"};
   for (size_t i = 0; with_required && i < required.size(); i += 2)
     if (std::find(extra.begin(), extra.end(), required[i]) == extra.end())
       args.insert(args.end(), {required[i], required[i + 1]});
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<const char *> argv;
-  for (auto &a : args) argv.push_back(a.c_str());
+  for (auto &a : args)
+    argv.push_back(a.c_str());
   return parse_serve_args(static_cast<int>(argv.size()), argv.data());
 }
 
@@ -49,10 +51,11 @@ TEST(ServeArgs, RequiredOptionsAndDefaults) {
 }
 
 TEST(ServeArgs, EveryOptionIsParsedInBothSpellings) {
-  ServeOptions o = parse({"--bind", "0.0.0.0", "--callback-url=http://pool:9000/ready", "--max-tokens-in", "4096",
-                          "--max-tokens-out=512", "--inference-timeout-sec", "60", "--kv-cache-size-mb=1024",
-                          "--plugin-dir", "/opt/plugins", "--shutdown-deadline-sec", "5"})
-                      .options;
+  ServeOptions o =
+      parse({"--bind", "0.0.0.0", "--callback-url=http://pool:9000/ready", "--max-tokens-in", "4096",
+             "--max-tokens-out=512", "--inference-timeout-sec", "60", "--kv-cache-size-mb=1024",
+             "--plugin-dir", "/opt/plugins", "--shutdown-deadline-sec", "5"})
+          .options;
   EXPECT_EQ(o.bind, "0.0.0.0");
   EXPECT_EQ(o.callback_url, "http://pool:9000/ready");
   EXPECT_EQ(o.max_tokens_in, 4096u);
@@ -73,8 +76,11 @@ TEST(ServeArgs, InvalidValuesNameTheOptionTheValueAndTheRule) {
     return std::vector<std::string>{"--worker-id", kId, "--model", "m", "--gpu-device", "0", "--port", p};
   };
   const Bad bad[] = {
-      {with_port("1023"), "--port"},        {with_port("65536"), "--port"},     {with_port("80a"), "--port"},
-      {with_port("-1"), "--port"},          {with_port(""), "--port"},
+      {with_port("1023"), "--port"},
+      {with_port("65536"), "--port"},
+      {with_port("80a"), "--port"},
+      {with_port("-1"), "--port"},
+      {with_port(""), "--port"},
       {{"--worker-id", "not-a-uuid"}, "not-a-uuid"},
       {{"--gpu-device", "256"}, "--gpu-device"},
       {{"--max-tokens-out", "0"}, "--max-tokens-out"},
@@ -107,8 +113,8 @@ TEST(ServeArgs, HelpDocumentsEveryOption) {
   EXPECT_TRUE(parse({"--help"}, false).help);
   std::string usage = serve_usage();
   for (const char *opt : {"--worker-id", "--model", "--gpu-device", "--port", "--bind", "--callback-url",
-                          "--max-tokens-in", "--max-tokens-out", "--inference-timeout-sec", "--kv-cache-size-mb",
-                          "--plugin-dir", "--shutdown-deadline-sec"})
+                          "--max-tokens-in", "--max-tokens-out", "--inference-timeout-sec",
+                          "--kv-cache-size-mb", "--plugin-dir", "--shutdown-deadline-sec"})
     EXPECT_NE(usage.find(opt), std::string::npos) << opt;
 }
 

@@ -19,9 +19,12 @@ TEST(SseStream, FramesEventsAndEnforcesTheGrammar) {
   EXPECT_TRUE(s.end(1, 3, 2.5, "eos"));
   EXPECT_FALSE(s.token("late", 1));
   EXPECT_FALSE(s.error("INTERNAL", "late", false));
-  EXPECT_EQ(out.str(), "event: started\ndata: {\"job_id\":\"j\",\"model\":\"m\",\"started_at\":\"2026-01-01T00:00:00.000Z\",\"seed\":9}\n\n"
-                       "event: token\ndata: {\"t\":\"a\\nb\",\"i\":0}\n\n"
-                       "event: end\ndata: {\"tokens_out\":1,\"tokens_in\":3,\"decode_time_ms\":2.5,\"stop_reason\":\"eos\"}\n\n");
+  EXPECT_EQ(out.str(),
+            "event: started\ndata: "
+            "{\"job_id\":\"j\",\"model\":\"m\",\"started_at\":\"2026-01-01T00:00:00.000Z\",\"seed\":9}\n\n"
+            "event: token\ndata: {\"t\":\"a\\nb\",\"i\":0}\n\n"
+            "event: end\ndata: "
+            "{\"tokens_out\":1,\"tokens_in\":3,\"decode_time_ms\":2.5,\"stop_reason\":\"eos\"}\n\n");
   EXPECT_EQ(s.output_text(), "a\nb");
 }
 
@@ -29,7 +32,8 @@ TEST(SseStream, ErrorMayBeTheOnlyEvent) {
   std::ostringstream out;
   SseStream s(out);
   EXPECT_TRUE(s.error("VRAM_OOM", "no memory", true));
-  EXPECT_EQ(out.str(), "event: error\ndata: {\"code\":\"VRAM_OOM\",\"message\":\"no memory\",\"retriable\":true}\n\n");
+  EXPECT_EQ(out.str(),
+            "event: error\ndata: {\"code\":\"VRAM_OOM\",\"message\":\"no memory\",\"retriable\":true}\n\n");
 }
 
 TEST(SseStream, AFailedWriteMeansTheClientIsGone) {
