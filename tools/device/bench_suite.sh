@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the device machine from the repo root (after gpu_suite.sh staged /tmp/wo): writes the
+# three spec-shaped models with gguf-synth (vocabularies from the fixture models, so text prompts
+# work) into /dev/shm, benchmarks each, then serves the gpt-oss shape over HTTP.
+set -uo pipefail
+D=$PWD/.device-run
+export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
+OUT=${OUT:-/tmp/out}
+M=/dev/shm/wo
+mkdir -p $M
+synth() { # preset tokenizer-source
+  [ -f $M/$1.gguf ] || "$D"/bin/gguf-synth --preset "$1" --out $M/$1.gguf --threads 16 --seed 1 \
+    --tokenizer-from "$2" --plugin-dir "$D"/plugins 2>&1 | grep -v '^{"ts"'
+}
+synth qwen2.5-0.5b-q4_k_m /tmp/wo/models/qwen2-tiny-Q8_0.gguf
+synth phi-3-mini-4k-q4_k_m /tmp/wo/models/phi3-tiny-Q8_0.gguf
+synth gpt-oss-20b-mxfp4 /tmp/wo/models/gpt-oss-tiny-MXFP4_MOE.gguf
+for p in ${PRESETS:-qwen2.5-0.5b-q4_k_m phi-3-mini-4k-q4_k_m gpt-oss-20b-mxfp4}; do
+  echo "=== bench $p"
+  "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins ${BENCH_ARGS:-} 2>&1 | grep -v '^{"ts"' | tee $OUT/bench-$p.txt
+done
+echo "=== serve gpt-oss-20b shape"
+"$D"/bin/worker-orcd --worker-id 3f2504e0-4f89-41d3-9a0c-0305e82c3301 --model $M/gpt-oss-20b-mxfp4.gguf \
+  --gpu-device 0 --port 18090 --plugin-dir "$D"/plugins --kv-cache-size-mb 2048 2>/tmp/oss.log &
+pid=$!
+for i in $(seq 300); do curl -sf localhost:18090/health >/dev/null && break; sleep 0.2; done
+curl -s localhost:18090/health; echo
+curl -sN localhost:18090/execute -d '{"job_id":"oss1","prompt":"Write a haiku about GPU computing","temperature":0,"max_tokens":24}' | head -c 3000; echo
+"$D"/bin/bench --http http://127.0.0.1:18090 --n-decode 128 --reps 3 2>&1 | grep -v '^{"ts"'
+curl -s -X POST localhost:18090/shutdown; wait $pid; echo "worker exit $?"
