@@ -138,10 +138,21 @@ TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
   EXPECT_EQ(label.rfind(name.substr(name.rfind('-') + 1), 0), 0u) << label;
   for (const auto &[type, count] : expected)
     EXPECT_NE(label.find(type + "\u00d7" + std::to_string(count)), std::string::npos) << label;
-  EXPECT_TRUE(d["plugins"].HasMember("architecture"));
-  EXPECT_TRUE(d["plugins"].HasMember("tokenizer"));
-  EXPECT_TRUE(d["plugins"]["quant"].IsObject());
-  EXPECT_TRUE(d["missing"].IsArray());
+  // Plugins (whatever this build's plugin folder holds): every type has a codec or is named as
+  // missing, and so do the architecture and the tokenizer.
+  const auto &plugins = d["plugins"];
+  ASSERT_TRUE(plugins["quant"].IsObject());
+  ASSERT_TRUE(d["missing"].IsArray());
+  std::string missing;
+  for (const auto &m : d["missing"].GetArray()) missing += std::string(m.GetString()) + "\n";
+  for (const auto &[type, count] : expected)
+    EXPECT_TRUE(plugins["quant"].HasMember(type.c_str()) || missing.find("type " + type + " ") != std::string::npos)
+        << type << "\n" << missing;
+  EXPECT_TRUE(plugins["architecture"].IsString() || missing.find("architecture: ") != std::string::npos) << missing;
+  EXPECT_TRUE(plugins["tokenizer"].IsString() || missing.find("tokenizer: ") != std::string::npos) << missing;
+  if (plugins["architecture"].IsString()) {
+    EXPECT_EQ(missing.find("architecture: "), std::string::npos) << missing;
+  }
   EXPECT_FALSE(d.HasMember("tensors"));
 }
 
@@ -301,6 +312,58 @@ TEST(DumpTensor, WritesF32F16Bf16AsFloat32RowMajor) {
   EXPECT_EQ(missing.code, 1);
   std::remove(model.c_str());
   std::remove(out.c_str());
+}
+
+// Quantized types go through their quant plugin's CPU reference: the fixture's raw blocks, put in
+// a GGUF, must dump to llama.cpp's dequantized values (tests/fixtures/quant). Tolerance: 1e-6
+// relative (+1e-7 absolute): implementations may order the scale multiplications differently.
+TEST(DumpTensor, QuantTypesMatchTheGoldensThroughTheirCodec) {
+  if (::access(binary().c_str(), X_OK) != 0) GTEST_SKIP() << "worker-orcd not built";
+  const auto index_text = read_all(fixtures_dir() + "/quant/index.json");
+  rapidjson::Document index;
+  ASSERT_FALSE(index.Parse(reinterpret_cast<const char *>(index_text.data()), index_text.size()).HasParseError());
+  const std::string model = tmp_path("quant.gguf"), out = tmp_path("quant.f32"), err = tmp_path("quant.err");
+  int served = 0, unserved = 0;
+  for (const auto &e : index.GetArray()) {
+    const std::string prefix = e["file_prefix"].GetString(), type_name = e["type"].GetString();
+    uint32_t type = UINT32_MAX;
+    for (uint32_t id = 0; id < ggml::kTypeCount; ++id)
+      if (ggml::type_info(id) && type_name == ggml::type_info(id)->name) type = id;
+    ASSERT_NE(type, UINT32_MAX) << type_name;
+    const uint64_t rows = e["rows"].GetUint64(), cols = e["cols"].GetUint64();
+    const auto raw = read_all(fixtures_dir() + "/quant/" + prefix + ".raw.bin");
+    const auto deq = read_all(fixtures_dir() + "/quant/" + prefix + ".deq.f32");
+    ASSERT_EQ(raw.size(), ggml::row_bytes(type, static_cast<int64_t>(cols)) * rows) << prefix;
+    ASSERT_EQ(deq.size(), rows * cols * 4) << prefix;
+    GgufBuilder b;
+    b.tensor("w", {cols, rows}, type, raw.size());
+    auto bytes = b.build();
+    std::memcpy(bytes.data() + b.data_offset, raw.data(), raw.size());
+    write_all(model, bytes);
+    CmdResult r = run("dump-tensor '" + model + "' w --out '" + out + "' --plugin-dir '" +
+                          std::string(WORKER_PLUGIN_DIR_DEFAULT) + "'",
+                      err);
+    if (r.code != 0) {
+      auto msg = read_all(err);
+      std::string text(msg.begin(), msg.end());
+      EXPECT_NE(text.find("found none"), std::string::npos) << prefix << ": " << text; // only "no codec" may fail
+      ++unserved;
+      continue;
+    }
+    ++served;
+    auto got = read_all(out);
+    ASSERT_EQ(got.size(), deq.size()) << prefix;
+    for (size_t i = 0; i < rows * cols; ++i) {
+      float g, w;
+      std::memcpy(&g, got.data() + 4 * i, 4);
+      std::memcpy(&w, deq.data() + 4 * i, 4);
+      ASSERT_NEAR(g, w, 1e-6 * std::fabs(w) + 1e-7) << prefix << " element " << i;
+    }
+  }
+  std::remove(model.c_str());
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  if (served == 0) GTEST_SKIP() << "no quant plugin in " << WORKER_PLUGIN_DIR_DEFAULT << " (" << unserved << " cases)";
 }
 
 } // namespace
