@@ -94,7 +94,9 @@ std::vector<int32_t> parse_ids(const std::string &list) {
     ids.push_back(static_cast<int32_t>(v));
     ++index;
   }
-  if (ids.empty()) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "--detokenize: expected comma-separated ids, found '" + list + "'");
+  if (ids.empty())
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                    "--detokenize: expected comma-separated ids, found '" + list + "'");
   return ids;
 }
 
@@ -111,7 +113,8 @@ int parse_args(int argc, char **argv, Options &o) {
   auto value = [&](int &i, const std::string &a) -> std::string {
     size_t eq = a.find('=');
     if (eq != std::string::npos) return a.substr(eq + 1);
-    if (i + 1 >= argc) throw wo::Error(WO_ERR_INVALID_ARGUMENT, a + " expects a value (argument " + std::to_string(i) + ")");
+    if (i + 1 >= argc)
+      throw wo::Error(WO_ERR_INVALID_ARGUMENT, a + " expects a value (argument " + std::to_string(i) + ")");
     return argv[++i];
   };
   auto is = [](const std::string &a, const char *name) {
@@ -122,16 +125,26 @@ int parse_args(int argc, char **argv, Options &o) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return -1;
-    } else if (is(a, "--model")) o.model = value(i, a);
-    else if (is(a, "--tokenizer-json")) o.tokenizer_json = value(i, a);
-    else if (is(a, "--plugin-dir")) o.plugin_dir = value(i, a);
-    else if (is(a, "--text-file")) o.text_file = value(i, a);
-    else if (is(a, "--detokenize")) o.detokenize = value(i, a);
-    else if (a == "--add-special") o.add_special = true;
-    else if (a == "--no-add-special") o.add_special = false;
-    else if (a == "--parse-special") o.parse_special = true;
-    else if (a == "--no-parse-special") o.parse_special = false;
-    else if (a == "--json") o.json = true;
+    } else if (is(a, "--model"))
+      o.model = value(i, a);
+    else if (is(a, "--tokenizer-json"))
+      o.tokenizer_json = value(i, a);
+    else if (is(a, "--plugin-dir"))
+      o.plugin_dir = value(i, a);
+    else if (is(a, "--text-file"))
+      o.text_file = value(i, a);
+    else if (is(a, "--detokenize"))
+      o.detokenize = value(i, a);
+    else if (a == "--add-special")
+      o.add_special = true;
+    else if (a == "--no-add-special")
+      o.add_special = false;
+    else if (a == "--parse-special")
+      o.parse_special = true;
+    else if (a == "--no-parse-special")
+      o.parse_special = false;
+    else if (a == "--json")
+      o.json = true;
     else if (a == "--") {
       if (i + 1 < argc && !o.have_text) {
         o.text = argv[++i];
@@ -151,7 +164,8 @@ int parse_args(int argc, char **argv, Options &o) {
   }
   const int sources = (o.have_text ? 1 : 0) + (o.text_file.empty() ? 0 : 1) + (o.detokenize.empty() ? 0 : 1);
   if (sources != 1) {
-    std::fprintf(stderr, "tokenize: expected exactly one of TEXT, --text-file PATH or --detokenize IDS, found %d\n%s",
+    std::fprintf(stderr,
+                 "tokenize: expected exactly one of TEXT, --text-file PATH or --detokenize IDS, found %d\n%s",
                  sources, kUsage);
     return 1;
   }
@@ -177,8 +191,8 @@ int run(const Options &o) {
   wo_tokenizer_instance *inst = nullptr;
   wo_status st = vt->create(meta.host(), &cfg, &inst);
   if (st != WO_OK)
-    throw wo::Error(st, std::string("tokenizer plugin '") + plugin->name + "' cannot load the tokenizer of '" + o.model +
-                            "': " + vt->last_error(nullptr));
+    throw wo::Error(st, std::string("tokenizer plugin '") + plugin->name +
+                            "' cannot load the tokenizer of '" + o.model + "': " + vt->last_error(nullptr));
   struct Release {
     const wo_tokenizer_v1 *vt;
     wo_tokenizer_instance *inst;
@@ -224,7 +238,8 @@ int run(const Options &o) {
   }
 
   const std::string text = o.text_file.empty() ? o.text : read_text_file(o.text_file);
-  const uint32_t flags = (o.add_special ? WO_TOK_ADD_SPECIAL : 0u) | (o.parse_special ? WO_TOK_PARSE_SPECIAL : 0u);
+  const uint32_t flags =
+      (o.add_special ? WO_TOK_ADD_SPECIAL : 0u) | (o.parse_special ? WO_TOK_PARSE_SPECIAL : 0u);
   std::vector<int32_t> ids(text.size() + 16);
   size_t n = 0;
   st = vt->encode(inst, text.data(), text.size(), flags, ids.data(), ids.size(), &n);
@@ -239,17 +254,20 @@ int run(const Options &o) {
     w.StartObject();
     w.Key("ids");
     w.StartArray();
-    for (int32_t id : ids) w.Int(id);
+    for (int32_t id : ids)
+      w.Int(id);
     w.EndArray();
     w.Key("pieces");
     w.StartArray();
-    for (int32_t id : ids) write_json_string(w, display(bytes_of(id)));
+    for (int32_t id : ids)
+      write_json_string(w, display(bytes_of(id)));
     w.EndArray();
     w.EndObject();
     std::printf("%s\n", buf.GetString());
   } else {
     std::printf("%zu tokens (%s, %s)\n", ids.size(), plugin->name, vt->kind(inst));
-    for (int32_t id : ids) std::printf("%8d  %s\n", id, quoted(display(bytes_of(id))).c_str());
+    for (int32_t id : ids)
+      std::printf("%8d  %s\n", id, quoted(display(bytes_of(id))).c_str());
   }
   return 0;
 }
@@ -270,4 +288,5 @@ int tokenize_main(int argc, char **argv) {
 
 } // namespace
 
-WORKER_CLI_COMMAND("tokenize", "tokenize TEXT (or --detokenize IDS) with the model's tokenizer plugin", tokenize_main);
+WORKER_CLI_COMMAND("tokenize", "tokenize TEXT (or --detokenize IDS) with the model's tokenizer plugin",
+                   tokenize_main);

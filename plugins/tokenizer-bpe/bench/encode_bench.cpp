@@ -39,7 +39,8 @@ const std::string &english_prose() {
         const auto &p = it->path();
         if (!it->is_regular_file(ec)) continue;
         const std::string name = p.filename().string();
-        if (p.parent_path().string() == "/usr/share/common-licenses" || name == "copyright") files.push_back(p.string());
+        if (p.parent_path().string() == "/usr/share/common-licenses" || name == "copyright")
+          files.push_back(p.string());
       }
     }
     std::sort(files.begin(), files.end());
@@ -50,19 +51,24 @@ const std::string &english_prose() {
       if (valid_utf8(body)) s += body;
     }
     if (s.empty()) s = "The quick brown fox jumps over the lazy dog. ";
-    while (s.size() < kSize) s += s; // only if the system has too little text
+    while (s.size() < kSize)
+      s += s; // only if the system has too little text
     s.resize(kSize);
-    while (!valid_utf8(s)) s.pop_back(); // do not cut a character
+    while (!valid_utf8(s))
+      s.pop_back(); // do not cut a character
     return s;
   }();
   return text;
 }
 
 void append_cp(std::string &s, uint32_t cp) {
-  if (cp < 0x80) s += static_cast<char>(cp);
-  else if (cp < 0x800) s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+  if (cp < 0x80)
+    s += static_cast<char>(cp);
+  else if (cp < 0x800)
+    s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
   else if (cp < 0x10000)
-    s += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+    s += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+          static_cast<char>(0x80 | (cp & 0x3F))};
   else
     s += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
           static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
@@ -91,7 +97,8 @@ const std::string &cjk_emoji() {
       default: break;
       }
     }
-    while (s.size() > kSize || !valid_utf8(s)) s.pop_back();
+    while (s.size() > kSize || !valid_utf8(s))
+      s.pop_back();
     return s;
   }();
   return text;
@@ -106,11 +113,16 @@ void run(benchmark::State &state, const Tokenizer &tok, const std::string &text)
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(text.size()));
   state.counters["tokens"] = static_cast<double>(ids.size());
-  state.counters["bytes/token"] = static_cast<double>(text.size()) / static_cast<double>(std::max<size_t>(1, ids.size()));
+  state.counters["bytes/token"] =
+      static_cast<double>(text.size()) / static_cast<double>(std::max<size_t>(1, ids.size()));
 }
 
-const Tokenizer &gguf(const char *file) { return *t::cached_gguf(t::tokenizer_fixtures_dir() + "/" + file).tok; }
-const Tokenizer &json(const char *dir) { return t::cached_hf_json(t::tokenizer_fixtures_dir() + "/" + dir + "/tokenizer.json"); }
+const Tokenizer &gguf(const char *file) {
+  return *t::cached_gguf(t::tokenizer_fixtures_dir() + "/" + file).tok;
+}
+const Tokenizer &json(const char *dir) {
+  return t::cached_hf_json(t::tokenizer_fixtures_dir() + "/" + dir + "/tokenizer.json");
+}
 
 void BM_Qwen2_English(benchmark::State &s) { run(s, gguf("qwen2-tiny-vocab.gguf"), english_prose()); }
 void BM_Qwen2_CjkEmoji(benchmark::State &s) { run(s, gguf("qwen2-tiny-vocab.gguf"), cjk_emoji()); }

@@ -4,8 +4,8 @@
 
 #include <worker/sdk.hpp>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 
 namespace wo::tok {
 
@@ -17,8 +17,8 @@ BpeModel::BpeModel(const Vocab &vocab, const std::vector<std::pair<std::string, 
     if (byte_id_[b] < 0) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "0x%02X", b);
-      throw Error(WO_ERR_FORMAT, origin + ": byte-level BPE vocabulary has no token for byte " + buf + " (text '" +
-                                     byte_to_unicode(static_cast<unsigned char>(b)) + "')");
+      throw Error(WO_ERR_FORMAT, origin + ": byte-level BPE vocabulary has no token for byte " + buf +
+                                     " (text '" + byte_to_unicode(static_cast<unsigned char>(b)) + "')");
     }
   }
   ranks_.reserve(merges.size() * 2);
@@ -54,8 +54,10 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t> &out) c
     whole = vocab_.find(bytes_to_unicode(piece));
     if (whole >= 0 && vocab_.type[whole] == kTypeControl) whole = -1;
   }
-  if (whole >= 0) out.push_back(whole); // a piece that is a token is that token
-  else merge(piece, out);
+  if (whole >= 0)
+    out.push_back(whole); // a piece that is a token is that token
+  else
+    merge(piece, out);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (cache_.size() >= kCacheMaxEntries) cache_.clear();
@@ -82,7 +84,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t> &out) const {
   thread_local std::vector<Cand> heap; // reused: its capacity survives between pieces
   const int32_t n = static_cast<int32_t>(piece.size());
   syms.resize(n);
-  for (int32_t i = 0; i < n; ++i) syms[i] = {byte_id_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  for (int32_t i = 0; i < n; ++i)
+    syms[i] = {byte_id_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
 
   heap.clear();
   auto consider = [&](int32_t left) {
@@ -94,7 +97,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t> &out) const {
     heap.push_back({it->second.rank, left, syms[left].id, syms[right].id});
     std::push_heap(heap.begin(), heap.end(), Worse{});
   };
-  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
+  for (int32_t i = 0; i + 1 < n; ++i)
+    consider(i);
 
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), Worse{});
@@ -113,7 +117,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t> &out) const {
     consider(l.prev);
     consider(c.left);
   }
-  for (int32_t i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
+  for (int32_t i = 0; i >= 0; i = syms[i].next)
+    out.push_back(syms[i].id);
 }
 
 } // namespace wo::tok

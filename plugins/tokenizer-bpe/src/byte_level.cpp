@@ -13,7 +13,9 @@ struct Tables {
 
   Tables() {
     to_byte.fill(-1);
-    auto printable = [](int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+    auto printable = [](int b) {
+      return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    };
     int next = 0;
     for (int b = 0; b < 256; ++b) {
       uint32_t cp = printable(b) ? static_cast<uint32_t>(b) : 0x100u + static_cast<uint32_t>(next++);
@@ -65,7 +67,8 @@ bool unicode_to_bytes(std::string_view text, std::string &out) {
 std::string bytes_to_unicode(std::string_view bytes) {
   std::string s;
   s.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) s += byte_to_unicode(b);
+  for (unsigned char b : bytes)
+    s += byte_to_unicode(b);
   return s;
 }
 

@@ -15,9 +15,12 @@ struct GgufLoader {
     Vocab &v = t->vocab_;
     v.text = h.get_str_array("tokenizer.ggml.tokens");
     const size_t n = v.text.size();
-    if (n == 0) throw Error(WO_ERR_FORMAT, "metadata key 'tokenizer.ggml.tokens': expected a non-empty array, found 0 tokens");
+    if (n == 0)
+      throw Error(WO_ERR_FORMAT,
+                  "metadata key 'tokenizer.ggml.tokens': expected a non-empty array, found 0 tokens");
     if (n > static_cast<size_t>(INT32_MAX))
-      throw Error(WO_ERR_FORMAT, "metadata key 'tokenizer.ggml.tokens': " + std::to_string(n) + " tokens exceed int32 ids");
+      throw Error(WO_ERR_FORMAT,
+                  "metadata key 'tokenizer.ggml.tokens': " + std::to_string(n) + " tokens exceed int32 ids");
     if (h.has("tokenizer.ggml.token_type")) {
       v.type = h.get_num_array<int32_t>("tokenizer.ggml.token_type");
       if (v.type.size() != n)
@@ -59,8 +62,8 @@ struct GgufLoader {
       // Bytes of a token: byte-level decoding for ordinary tokens, the text itself for added ones.
       v.bytes.resize(n);
       for (size_t i = 0; i < n; ++i) {
-        const bool plain = v.type[i] == kTypeNormal || v.type[i] == kTypeUnused || v.type[i] == kTypeUndefined ||
-                           v.type[i] == kTypeByte;
+        const bool plain = v.type[i] == kTypeNormal || v.type[i] == kTypeUnused ||
+                           v.type[i] == kTypeUndefined || v.type[i] == kTypeByte;
         if (!plain || !unicode_to_bytes(v.text[i], v.bytes[i])) v.bytes[i] = v.text[i];
       }
       v.bos = id_key("tokenizer.ggml.bos_token_id", -1);
@@ -87,7 +90,8 @@ struct GgufLoader {
       t->kind_ = Tokenizer::kGgufSpm;
       if (v.score.empty()) v.score.assign(n, 0.0f);
       v.bytes.resize(n);
-      for (size_t i = 0; i < n; ++i) v.bytes[i] = spm_piece_bytes(v.text[i], v.type[i]);
+      for (size_t i = 0; i < n; ++i)
+        v.bytes[i] = spm_piece_bytes(v.text[i], v.type[i]);
       v.bos = id_key("tokenizer.ggml.bos_token_id", 1 < static_cast<int64_t>(n) ? 1 : -1);
       v.eos = id_key("tokenizer.ggml.eos_token_id", 2 < static_cast<int64_t>(n) ? 2 : -1);
       v.unk = id_key("tokenizer.ggml.unknown_token_id", 0);
@@ -100,7 +104,8 @@ struct GgufLoader {
       v.finish(h.opt_str("general.name").value_or(""));
       t->spm_ = std::make_unique<SpmModel>(v);
     } else {
-      throw Error(WO_ERR_UNSUPPORTED, "metadata key 'tokenizer.ggml.model': unsupported tokenizer model '" + model +
+      throw Error(WO_ERR_UNSUPPORTED, "metadata key 'tokenizer.ggml.model': unsupported tokenizer model '" +
+                                          model +
                                           "'; supported: gpt2 (byte-level BPE), llama (SentencePiece BPE)");
     }
     return t;

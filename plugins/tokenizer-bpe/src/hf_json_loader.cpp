@@ -31,8 +31,9 @@ std::string read_file(const std::string &path) {
 void parse_json(rapidjson::Document &doc, const std::string &text, const std::string &path) {
   doc.Parse(text.data(), text.size());
   if (doc.HasParseError())
-    throw Error(WO_ERR_FORMAT, "'" + path + "' is not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +
-                                   " at byte offset " + std::to_string(doc.GetErrorOffset()));
+    throw Error(WO_ERR_FORMAT,
+                "'" + path + "' is not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +
+                    " at byte offset " + std::to_string(doc.GetErrorOffset()));
   if (!doc.IsObject()) throw Error(WO_ERR_FORMAT, "'" + path + "': expected a JSON object at the top level");
 }
 
@@ -67,52 +68,70 @@ struct HfJsonLoader {
     if (n.IsNull()) return;
     const std::string ty = type_of(n);
     if (ty == "Sequence") {
-      if (!n.HasMember("normalizers") || !n["normalizers"].IsArray()) fail(WO_ERR_FORMAT, field, "Sequence without 'normalizers' array");
+      if (!n.HasMember("normalizers") || !n["normalizers"].IsArray())
+        fail(WO_ERR_FORMAT, field, "Sequence without 'normalizers' array");
       int i = 0;
-      for (const auto &c : n["normalizers"].GetArray()) normalizer(c, field + ".normalizers[" + std::to_string(i++) + "]");
+      for (const auto &c : n["normalizers"].GetArray())
+        normalizer(c, field + ".normalizers[" + std::to_string(i++) + "]");
       return;
     }
     NormForm f;
-    if (ty == "NFC") f = NormForm::NFC;
-    else if (ty == "NFD") f = NormForm::NFD;
-    else if (ty == "NFKC") f = NormForm::NFKC;
-    else if (ty == "NFKD") f = NormForm::NFKD;
-    else fail(WO_ERR_UNSUPPORTED, field, "normalizer type '" + ty + "' is not supported (supported: NFC, NFD, NFKC, NFKD, Sequence)");
-    if (t->norm_ != NormForm::None && t->norm_ != f) fail(WO_ERR_UNSUPPORTED, field, "more than one normalization form");
+    if (ty == "NFC")
+      f = NormForm::NFC;
+    else if (ty == "NFD")
+      f = NormForm::NFD;
+    else if (ty == "NFKC")
+      f = NormForm::NFKC;
+    else if (ty == "NFKD")
+      f = NormForm::NFKD;
+    else
+      fail(WO_ERR_UNSUPPORTED, field,
+           "normalizer type '" + ty + "' is not supported (supported: NFC, NFD, NFKC, NFKD, Sequence)");
+    if (t->norm_ != NormForm::None && t->norm_ != f)
+      fail(WO_ERR_UNSUPPORTED, field, "more than one normalization form");
     t->norm_ = f;
   }
 
   // Collects the split pattern; ByteLevel must be present (this backend is byte-level only).
-  void pre_tokenizer(const rapidjson::Value &p, const std::string &field, std::string &pattern, bool &byte_level) {
+  void pre_tokenizer(const rapidjson::Value &p, const std::string &field, std::string &pattern,
+                     bool &byte_level) {
     const std::string ty = type_of(p);
     if (ty == "Sequence") {
-      if (!p.HasMember("pretokenizers") || !p["pretokenizers"].IsArray()) fail(WO_ERR_FORMAT, field, "Sequence without 'pretokenizers' array");
+      if (!p.HasMember("pretokenizers") || !p["pretokenizers"].IsArray())
+        fail(WO_ERR_FORMAT, field, "Sequence without 'pretokenizers' array");
       int i = 0;
       for (const auto &c : p["pretokenizers"].GetArray())
         pre_tokenizer(c, field + ".pretokenizers[" + std::to_string(i++) + "]", pattern, byte_level);
     } else if (ty == "Split") {
       if (!pattern.empty()) fail(WO_ERR_UNSUPPORTED, field, "more than one Split pre-tokenizer");
-      if (!p.HasMember("pattern") || !p["pattern"].IsObject()) fail(WO_ERR_FORMAT, field, "Split without a 'pattern' object");
+      if (!p.HasMember("pattern") || !p["pattern"].IsObject())
+        fail(WO_ERR_FORMAT, field, "Split without a 'pattern' object");
       const auto &pat = p["pattern"];
-      if (pat.HasMember("Regex") && pat["Regex"].IsString()) pattern = pat["Regex"].GetString();
+      if (pat.HasMember("Regex") && pat["Regex"].IsString())
+        pattern = pat["Regex"].GetString();
       else if (pat.HasMember("String") && pat["String"].IsString()) {
         // A literal: quote it for PCRE2.
         pattern = std::string("\\Q") + pat["String"].GetString() + "\\E";
-      } else fail(WO_ERR_FORMAT, field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-      const std::string behavior = p.HasMember("behavior") && p["behavior"].IsString() ? p["behavior"].GetString() : "";
+      } else
+        fail(WO_ERR_FORMAT, field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+      const std::string behavior =
+          p.HasMember("behavior") && p["behavior"].IsString() ? p["behavior"].GetString() : "";
       if (behavior != "Isolated")
         fail(WO_ERR_UNSUPPORTED, field + ".behavior", "expected 'Isolated', found '" + behavior + "'");
-      if (get_bool(p, "invert", false)) fail(WO_ERR_UNSUPPORTED, field + ".invert", "inverted splits are not supported");
+      if (get_bool(p, "invert", false))
+        fail(WO_ERR_UNSUPPORTED, field + ".invert", "inverted splits are not supported");
     } else if (ty == "ByteLevel") {
       byte_level = true;
       if (get_bool(p, "add_prefix_space", false))
-        fail(WO_ERR_UNSUPPORTED, field + ".add_prefix_space", "ByteLevel with add_prefix_space = true is not supported");
+        fail(WO_ERR_UNSUPPORTED, field + ".add_prefix_space",
+             "ByteLevel with add_prefix_space = true is not supported");
       if (get_bool(p, "use_regex", true)) {
         if (!pattern.empty()) fail(WO_ERR_UNSUPPORTED, field, "ByteLevel use_regex after a Split");
         pattern = gpt2_pattern();
       }
     } else {
-      fail(WO_ERR_UNSUPPORTED, field, "pre-tokenizer type '" + ty + "' is not supported (supported: Split, ByteLevel, Sequence)");
+      fail(WO_ERR_UNSUPPORTED, field,
+           "pre-tokenizer type '" + ty + "' is not supported (supported: Split, ByteLevel, Sequence)");
     }
   }
 
@@ -125,29 +144,37 @@ struct HfJsonLoader {
     t->kind_ = Tokenizer::kHfJson;
     Vocab &v = t->vocab_;
 
-    if (!doc.HasMember("model") || !doc["model"].IsObject()) fail(WO_ERR_FORMAT, "model", "expected an object");
+    if (!doc.HasMember("model") || !doc["model"].IsObject())
+      fail(WO_ERR_FORMAT, "model", "expected an object");
     const auto &model = doc["model"];
     const std::string mty = type_of(model);
-    if (!mty.empty() && mty != "BPE") fail(WO_ERR_UNSUPPORTED, "model.type", "expected 'BPE', found '" + mty + "'");
-    if (!model.HasMember("vocab") || !model["vocab"].IsObject()) fail(WO_ERR_FORMAT, "model.vocab", "expected an object of token -> id");
-    if (!model.HasMember("merges") || !model["merges"].IsArray()) fail(WO_ERR_FORMAT, "model.merges", "expected an array");
+    if (!mty.empty() && mty != "BPE")
+      fail(WO_ERR_UNSUPPORTED, "model.type", "expected 'BPE', found '" + mty + "'");
+    if (!model.HasMember("vocab") || !model["vocab"].IsObject())
+      fail(WO_ERR_FORMAT, "model.vocab", "expected an object of token -> id");
+    if (!model.HasMember("merges") || !model["merges"].IsArray())
+      fail(WO_ERR_FORMAT, "model.merges", "expected an array");
 
     // Ids: vocab entries and added tokens; holes become unused placeholders.
     int64_t max_id = -1;
     for (const auto &m : model["vocab"].GetObject()) {
       if (!m.value.IsInt64() || m.value.GetInt64() < 0)
-        fail(WO_ERR_FORMAT, std::string("model.vocab[\"") + m.name.GetString() + "\"]", "expected a non-negative integer id");
+        fail(WO_ERR_FORMAT, std::string("model.vocab[\"") + m.name.GetString() + "\"]",
+             "expected a non-negative integer id");
       max_id = std::max<int64_t>(max_id, m.value.GetInt64());
     }
     const rapidjson::Value empty_array(rapidjson::kArrayType);
-    const auto &added = doc.HasMember("added_tokens") && doc["added_tokens"].IsArray() ? doc["added_tokens"] : empty_array;
+    const auto &added =
+        doc.HasMember("added_tokens") && doc["added_tokens"].IsArray() ? doc["added_tokens"] : empty_array;
     for (const auto &a : added.GetArray()) {
-      if (!a.IsObject() || !a.HasMember("id") || !a["id"].IsInt64() || !a.HasMember("content") || !a["content"].IsString())
+      if (!a.IsObject() || !a.HasMember("id") || !a["id"].IsInt64() || !a.HasMember("content") ||
+          !a["content"].IsString())
         fail(WO_ERR_FORMAT, "added_tokens", "expected objects with integer 'id' and string 'content'");
       max_id = std::max<int64_t>(max_id, a["id"].GetInt64());
     }
     if (max_id < 0) fail(WO_ERR_FORMAT, "model.vocab", "no tokens");
-    if (max_id >= INT32_MAX) fail(WO_ERR_FORMAT, "model.vocab", "token id " + std::to_string(max_id) + " exceeds int32");
+    if (max_id >= INT32_MAX)
+      fail(WO_ERR_FORMAT, "model.vocab", "token id " + std::to_string(max_id) + " exceeds int32");
     const size_t n = static_cast<size_t>(max_id) + 1;
     v.text.assign(n, std::string());
     v.type.assign(n, kTypeUnused);
@@ -166,7 +193,8 @@ struct HfJsonLoader {
       const std::string &c = v.text[id];
       // Special tokens and <|...|>-shaped ones are control tokens (matched only when parsing
       // special text); other added tokens are ordinary added words, always matched.
-      const bool control_shaped = c.size() >= 4 && c.compare(0, 2, "<|") == 0 && c.compare(c.size() - 2, 2, "|>") == 0;
+      const bool control_shaped =
+          c.size() >= 4 && c.compare(0, 2, "<|") == 0 && c.compare(c.size() - 2, 2, "|>") == 0;
       v.type[id] = (special || control_shaped) ? kTypeControl : kTypeUserDefined;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -195,17 +223,22 @@ struct HfJsonLoader {
     if (doc.HasMember("normalizer")) normalizer(doc["normalizer"], "normalizer");
     std::string pattern;
     bool byte_level = false;
-    if (!doc.HasMember("pre_tokenizer") || doc["pre_tokenizer"].IsNull()) fail(WO_ERR_UNSUPPORTED, "pre_tokenizer", "absent; this backend needs a ByteLevel pre-tokenizer");
+    if (!doc.HasMember("pre_tokenizer") || doc["pre_tokenizer"].IsNull())
+      fail(WO_ERR_UNSUPPORTED, "pre_tokenizer", "absent; this backend needs a ByteLevel pre-tokenizer");
     pre_tokenizer(doc["pre_tokenizer"], "pre_tokenizer", pattern, byte_level);
-    if (!byte_level) fail(WO_ERR_UNSUPPORTED, "pre_tokenizer", "no ByteLevel step; only byte-level BPE tokenizer.json files are supported");
+    if (!byte_level)
+      fail(WO_ERR_UNSUPPORTED, "pre_tokenizer",
+           "no ByteLevel step; only byte-level BPE tokenizer.json files are supported");
     if (pattern.empty()) pattern = "(?s).+"; // ByteLevel without regex: the whole text is one piece
     if (doc.HasMember("decoder") && !doc["decoder"].IsNull() && type_of(doc["decoder"]) != "ByteLevel")
-      fail(WO_ERR_UNSUPPORTED, "decoder.type", "expected 'ByteLevel', found '" + type_of(doc["decoder"]) + "'");
+      fail(WO_ERR_UNSUPPORTED, "decoder.type",
+           "expected 'ByteLevel', found '" + type_of(doc["decoder"]) + "'");
     t->splitter_ = std::make_unique<RegexSplitter>(pattern, "'" + path + "' pre_tokenizer");
 
     // tokenizer_config.json beside tokenizer.json.
     const size_t slash = path.find_last_of('/');
-    const std::string cfg_path = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "tokenizer_config.json";
+    const std::string cfg_path =
+        (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "tokenizer_config.json";
     std::ifstream probe(cfg_path);
     if (probe.good()) {
       rapidjson::Document cfg;
@@ -215,7 +248,9 @@ struct HfJsonLoader {
         std::string tt = token_text(cfg[key]);
         if (tt.empty()) return -1;
         int32_t id = v.find(tt);
-        if (id < 0) throw Error(WO_ERR_FORMAT, "'" + cfg_path + "' field '" + key + "': token '" + tt + "' is not in the vocabulary of '" + path + "'");
+        if (id < 0)
+          throw Error(WO_ERR_FORMAT, "'" + cfg_path + "' field '" + key + "': token '" + tt +
+                                         "' is not in the vocabulary of '" + path + "'");
         return id;
       };
       v.bos = id_for("bos_token");
@@ -230,7 +265,8 @@ struct HfJsonLoader {
       }
     }
     v.finish("");
-    t->bpe_ = std::make_unique<BpeModel>(v, merges, get_bool(model, "ignore_merges", false), "'" + path + "'");
+    t->bpe_ =
+        std::make_unique<BpeModel>(v, merges, get_bool(model, "ignore_merges", false), "'" + path + "'");
     return tk;
   }
 };

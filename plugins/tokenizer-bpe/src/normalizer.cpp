@@ -11,9 +11,9 @@ namespace {
 
 std::string normalize_run(std::string_view text, int options) {
   utf8proc_uint8_t *out = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
-                                    static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                    static_cast<utf8proc_option_t>(options));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &out, static_cast<utf8proc_option_t>(options));
   if (n < 0)
     throw Error(WO_ERR_INVALID_ARGUMENT, std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
   std::string s(reinterpret_cast<const char *>(out), static_cast<size_t>(n));
@@ -51,7 +51,8 @@ std::string normalize(std::string_view text, NormForm form) {
       out.pop_back();
     }
     size_t end = i;
-    while (end < n && static_cast<unsigned char>(text[end]) >= 0x80) ++end;
+    while (end < n && static_cast<unsigned char>(text[end]) >= 0x80)
+      ++end;
     out += normalize_run(text.substr(start, end - start), options);
     i = end;
   }

@@ -62,14 +62,15 @@ wo_status create(const wo_host *host, const wo_tokenizer_config *cfg, wo_tokeniz
         *cfg->tokenizer_json) {
       inst->tok = wo::tok::Tokenizer::from_hf_json(cfg->tokenizer_json);
     } else {
-      if (!host || !host->meta_get) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "no host metadata and no tokenizer_json given");
+      if (!host || !host->meta_get)
+        throw wo::Error(WO_ERR_INVALID_ARGUMENT, "no host metadata and no tokenizer_json given");
       inst->tok = wo::tok::Tokenizer::from_gguf(wo::HostView(host));
     }
     const wo::tok::Vocab &v = inst->tok->vocab();
     wo::HostView(host).log(WO_LOG_INFO, std::string("tokenizer-bpe: ") + inst->tok->kind() + " backend, " +
-                                            std::to_string(v.size()) + " tokens, bos " + std::to_string(v.bos) +
-                                            ", eos " + std::to_string(v.eos) + ", " + std::to_string(v.eog.size()) +
-                                            " end-of-generation ids");
+                                            std::to_string(v.size()) + " tokens, bos " +
+                                            std::to_string(v.bos) + ", eos " + std::to_string(v.eos) + ", " +
+                                            std::to_string(v.eog.size()) + " end-of-generation ids");
   });
   if (s != WO_OK) {
     if (host && host->log) host->log(host->ctx, WO_LOG_ERROR, create_error().c_str());
@@ -85,7 +86,8 @@ wo_status encode(wo_tokenizer_instance *inst, const char *text, size_t len, uint
                  size_t cap, size_t *n_out) {
   if (!inst) return WO_ERR_INVALID_ARGUMENT;
   return wo::guard(inst->error, [&] {
-    if (!text && len) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "encode: text is NULL but len is " + std::to_string(len));
+    if (!text && len)
+      throw wo::Error(WO_ERR_INVALID_ARGUMENT, "encode: text is NULL but len is " + std::to_string(len));
     if (!n_out) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "encode: n_out is NULL");
     std::vector<int32_t> ids;
     inst->tok->encode(std::string_view(text ? text : "", len), (flags & WO_TOK_ADD_SPECIAL) != 0,
@@ -119,7 +121,9 @@ wo_status special_ids(const wo_tokenizer_instance *inst, wo_special_ids *out) {
   return WO_OK;
 }
 
-int32_t is_eog(const wo_tokenizer_instance *inst, int32_t id) { return inst && inst->tok->is_eog(id) ? 1 : 0; }
+int32_t is_eog(const wo_tokenizer_instance *inst, int32_t id) {
+  return inst && inst->tok->is_eog(id) ? 1 : 0;
+}
 
 int64_t vocab_size(const wo_tokenizer_instance *inst) { return inst ? inst->tok->vocab().size() : 0; }
 
@@ -131,7 +135,16 @@ const char *last_error(const wo_tokenizer_instance *inst) {
 }
 
 const wo_tokenizer_v1 kVtable = {
-    sizeof(wo_tokenizer_v1), probe, create, destroy, encode, token_bytes, special_ids, is_eog, vocab_size, kind,
+    sizeof(wo_tokenizer_v1),
+    probe,
+    create,
+    destroy,
+    encode,
+    token_bytes,
+    special_ids,
+    is_eog,
+    vocab_size,
+    kind,
     last_error,
 };
 

@@ -58,8 +58,8 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view> &
     if (rc < 0) {
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
-      throw Error(WO_ERR_INTERNAL, std::string("pre-tokenizer regex failed at byte offset ") + std::to_string(pos) +
-                                       ": " + reinterpret_cast<const char *>(buf));
+      throw Error(WO_ERR_INTERNAL, std::string("pre-tokenizer regex failed at byte offset ") +
+                                       std::to_string(pos) + ": " + reinterpret_cast<const char *>(buf));
     }
     const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
     size_t s = ov[0], e = ov[1];
@@ -71,7 +71,8 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view> &
     } else {
       // Empty match: step over one character so the scan always advances.
       pos = s + 1;
-      while (pos < n && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+      while (pos < n && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80)
+        ++pos;
     }
   }
   if (emitted < n) out.emplace_back(text.data() + emitted, n - emitted);

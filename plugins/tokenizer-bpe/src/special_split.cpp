@@ -3,7 +3,9 @@
 namespace wo::tok {
 
 namespace {
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
 } // namespace
 
 std::vector<Fragment> split_special(std::string_view text, const Vocab &vocab, bool parse_special) {
@@ -31,12 +33,14 @@ std::vector<Fragment> split_special(std::string_view text, const Vocab &vocab, b
         if (at == std::string_view::npos) break;
         std::string_view left = rest.substr(0, at);
         if (attr & kAttrLstrip)
-          while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);
+          while (!left.empty() && is_ascii_space(left.back()))
+            left.remove_suffix(1);
         if (!left.empty()) next.push_back({-1, left});
         next.push_back({id, {}});
         rest = rest.substr(at + needle.size());
         if (attr & kAttrRstrip)
-          while (!rest.empty() && is_ascii_space(rest.front())) rest.remove_prefix(1);
+          while (!rest.empty() && is_ascii_space(rest.front()))
+            rest.remove_prefix(1);
       }
       if (!rest.empty()) next.push_back({-1, rest});
     }

@@ -13,8 +13,8 @@
 namespace wo::tok {
 
 struct Fragment {
-  int32_t token = -1;        // >= 0: a special token
-  std::string_view text;     // token < 0: text still to tokenize
+  int32_t token = -1;    // >= 0: a special token
+  std::string_view text; // token < 0: text still to tokenize
 };
 
 std::vector<Fragment> split_special(std::string_view text, const Vocab &vocab, bool parse_special);

@@ -54,7 +54,8 @@ void SpmModel::encode(std::string_view text, std::vector<int32_t> &out) const {
     heap.push_back({vocab_.score.empty() ? 0.0f : vocab_.score[id], left, right, joined.size()});
     std::push_heap(heap.begin(), heap.end(), Worse{});
   };
-  for (int32_t i = 1; i < static_cast<int32_t>(syms.size()); ++i) consider(i - 1, i);
+  for (int32_t i = 1; i < static_cast<int32_t>(syms.size()); ++i)
+    consider(i - 1, i);
 
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), Worse{});

@@ -34,8 +34,10 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
     s.reserve(text.size() * 2 + 3);
     if (add_space_prefix_ && after_special) s += "\xE2\x96\x81";
     for (char c : text) {
-      if (c == ' ') s += "\xE2\x96\x81";
-      else s.push_back(c);
+      if (c == ' ')
+        s += "\xE2\x96\x81";
+      else
+        s.push_back(c);
     }
     spm_->encode(s, out);
     return;
@@ -47,19 +49,22 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   }
   pieces.clear();
   splitter_->split(text, pieces);
-  for (std::string_view p : pieces) bpe_->encode_piece(p, out);
+  for (std::string_view p : pieces)
+    bpe_->encode_piece(p, out);
 }
 
 const std::string &Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || id >= vocab_.size())
-    throw Error(WO_ERR_INVALID_ARGUMENT, "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+    throw Error(WO_ERR_INVALID_ARGUMENT, "token id " + std::to_string(id) +
+                                             " is outside the vocabulary [0, " +
                                              std::to_string(vocab_.size()) + ")");
   return vocab_.bytes[id];
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   std::string s;
-  for (int32_t id : ids) s += token_bytes(id);
+  for (int32_t id : ids)
+    s += token_bytes(id);
   if (spm_ && add_space_prefix_) {
     // Drop the space the encoder put in front of the first word.
     size_t skip = 0;

@@ -48,16 +48,16 @@ void require_utf8(std::string_view text, const char *what) {
       fail(what, i, "a UTF-8 lead byte (0x00-0x7F, 0xC2-0xF4)", b);
     }
     if (i + len > n)
-      throw Error(WO_ERR_INVALID_ARGUMENT, std::string(what) + " is not valid UTF-8: the " + std::to_string(len) +
-                                               "-byte sequence at byte offset " + std::to_string(i) +
-                                               " is cut off by the end of the text");
+      throw Error(WO_ERR_INVALID_ARGUMENT, std::string(what) + " is not valid UTF-8: the " +
+                                               std::to_string(len) + "-byte sequence at byte offset " +
+                                               std::to_string(i) + " is cut off by the end of the text");
     for (size_t k = 1; k < len; ++k) {
       const auto c = static_cast<unsigned char>(text[i + k]);
       const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
       if (c < l || c > h)
         fail(what, i + k,
-             "a continuation byte in " + hex_byte(l) + "-" + hex_byte(h) + " (sequence starting " + hex_byte(b) +
-                 (b == 0xED ? ", surrogates are not allowed" : "") + ")",
+             "a continuation byte in " + hex_byte(l) + "-" + hex_byte(h) + " (sequence starting " +
+                 hex_byte(b) + (b == 0xED ? ", surrogates are not allowed" : "") + ")",
              c);
     }
     i += len;

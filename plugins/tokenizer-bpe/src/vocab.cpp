@@ -9,13 +9,14 @@ namespace {
 
 // Tokens that end generation, by text: the list llama.cpp uses (its EOG detection), so that the
 // worker stops where the reference implementation stops. Such tokens are forced to CONTROL.
-const char *const kEogNames[] = {"<|eot_id|>", "<|im_end|>",  "<|end|>",        "<|return|>",
-                                 "<|call|>",   "<end_of_turn>", "<|endoftext|>", "</s>",
-                                 "<|eom_id|>", "<EOT>",        "_<EOT>",         "<|end_of_text|>",
+const char *const kEogNames[] = {"<|eot_id|>",        "<|im_end|>",    "<|end|>",       "<|return|>",
+                                 "<|call|>",          "<end_of_turn>", "<|endoftext|>", "</s>",
+                                 "<|eom_id|>",        "<EOT>",         "_<EOT>",        "<|end_of_text|>",
                                  "<end_of_utterance>"};
 // Candidates for the EOT id when the metadata names none, in order of preference.
-const char *const kEotNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                 "<|end_of_text|>", "<EOT>", "_<EOT>", "<end_of_utterance>"};
+const char *const kEotNames[] = {"<|eot_id|>",    "<|im_end|>",    "<|end|>",
+                                 "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+                                 "<EOT>",         "_<EOT>",        "<end_of_utterance>"};
 // Qwen's fill-in-the-middle markers also end generation.
 const char *const kFimEogNames[] = {"<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"};
 
@@ -33,7 +34,8 @@ uint32_t attr_of_type(int32_t t) {
 void Vocab::finish(const std::string &model_name) {
   const int32_t n = size();
   attr.assign(n, 0);
-  for (int32_t i = 0; i < n; ++i) attr[i] = attr_of_type(type[i]);
+  for (int32_t i = 0; i < n; ++i)
+    attr[i] = attr_of_type(type[i]);
 
   if (eot < 0)
     for (const char *name : kEotNames) {
@@ -51,8 +53,10 @@ void Vocab::finish(const std::string &model_name) {
     eog.insert(id);
     attr[id] |= kAttrControl;
   };
-  for (const char *name : kEogNames) mark_eog(find(name));
-  for (const char *name : kFimEogNames) mark_eog(find(name));
+  for (const char *name : kEogNames)
+    mark_eog(find(name));
+  for (const char *name : kFimEogNames)
+    mark_eog(find(name));
   if (eot >= 0 && eot < n) attr[eot] |= kAttrControl;
 
   // Harmony (gpt-oss): these structural tokens are always turned into their ids, even without
@@ -83,7 +87,8 @@ void Vocab::finish(const std::string &model_name) {
   std::string lname = model_name;
   std::transform(lname.begin(), lname.end(), lname.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lname.find("phi-3") != std::string::npos || lname.find("phi3") != std::string::npos) {
-    for (int32_t id : special_by_length) attr[id] |= kAttrRstrip;
+    for (int32_t id : special_by_length)
+      attr[id] |= kAttrRstrip;
     if (int32_t id = find("</s>"); id >= 0) attr[id] |= kAttrRstrip;
     for (const char *name : {"<unk>", "<s>", "<|endoftext|>"})
       if (int32_t id = find(name); id >= 0) attr[id] &= ~kAttrRstrip;

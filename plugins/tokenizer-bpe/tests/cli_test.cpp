@@ -25,7 +25,8 @@ Result run(const std::string &args) {
   if (!p) return r;
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
@@ -43,16 +44,19 @@ std::vector<int32_t> json_ids(const std::string &out, std::vector<std::string> *
   EXPECT_FALSE(d.HasParseError()) << out;
   std::vector<int32_t> ids;
   if (d.HasParseError() || !d.IsObject()) return ids;
-  for (const auto &v : d["ids"].GetArray()) ids.push_back(v.GetInt());
+  for (const auto &v : d["ids"].GetArray())
+    ids.push_back(v.GetInt());
   if (pieces)
-    for (const auto &v : d["pieces"].GetArray()) pieces->emplace_back(v.GetString(), v.GetStringLength());
+    for (const auto &v : d["pieces"].GetArray())
+      pieces->emplace_back(v.GetString(), v.GetStringLength());
   return ids;
 }
 
 class TokenizeCli : public ::testing::Test {
 protected:
   void SetUp() override {
-    if (!file_exists(std::string(WORKER_BUILD_DIR) + "/bin/worker-orcd")) GTEST_SKIP() << "worker-orcd not built";
+    if (!file_exists(std::string(WORKER_BUILD_DIR) + "/bin/worker-orcd"))
+      GTEST_SKIP() << "worker-orcd not built";
   }
   const std::string qwen = tokenizer_fixtures_dir() + "/qwen2-tiny-vocab.gguf";
 };

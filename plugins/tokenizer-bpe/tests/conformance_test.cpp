@@ -9,7 +9,8 @@ namespace {
 
 std::string show(const std::vector<int32_t> &ids) {
   std::string s;
-  for (int32_t id : ids) s += std::to_string(id) + " ";
+  for (int32_t id : ids)
+    s += std::to_string(id) + " ";
   return s;
 }
 
@@ -43,8 +44,8 @@ void check_reference(const std::string &ref_name, const std::string &gguf_path, 
     for (int k = 0; k < 4; ++k) {
       const bool add = k & 2, parse = k & 1;
       const auto ids = tok.encode(e.text, add, parse);
-      EXPECT_EQ(show(ids), show(e.ids[k])) << ref_name << " '" << e.name << "' add_special=" << add
-                                           << " parse_special=" << parse;
+      EXPECT_EQ(show(ids), show(e.ids[k]))
+          << ref_name << " '" << e.name << "' add_special=" << add << " parse_special=" << parse;
     }
 }
 
@@ -65,14 +66,15 @@ TEST(ReferenceTokenize, LlamaSpm) {
   check_reference("llama-spm", fixtures_dir() + "/vocab/ggml-vocab-llama-spm.gguf", Tokenizer::kGgufSpm);
 }
 TEST(ReferenceTokenize, LlamaTinyVocab1024) {
-  check_reference("llama-tiny-vocab1024", fixtures_dir() + "/models/llama-tiny-Q8_0.gguf", Tokenizer::kGgufSpm);
+  check_reference("llama-tiny-vocab1024", fixtures_dir() + "/models/llama-tiny-Q8_0.gguf",
+                  Tokenizer::kGgufSpm);
 }
 
 // Byte-level BPE is lossless: the reference texts come back byte for byte, special text included.
 TEST(RoundTrip, ByteLevelReferenceTexts) {
   for (const std::string &path : {tokenizer_fixtures_dir() + "/qwen2-tiny-vocab.gguf",
-                                 tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf",
-                                 fixtures_dir() + "/models/gpt2-tiny-Q8_0.gguf"}) {
+                                  tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf",
+                                  fixtures_dir() + "/models/gpt2-tiny-Q8_0.gguf"}) {
     const Tokenizer &tok = *cached_gguf(path).tok;
     for (const auto &e : load_reference(fixtures_dir() + "/reference/tokenize/qwen2.json"))
       for (bool parse : {false, true}) {

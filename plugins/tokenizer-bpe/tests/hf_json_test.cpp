@@ -15,7 +15,9 @@ namespace {
 
 // Texts where the hf-json backend is expected to differ from gguf-bpe: the o200k pattern's
 // combining marks (see pre_patterns.cpp) — hf-json keeps the published pattern there.
-bool has_combining_mark_words(const std::string &name) { return name == "mixed_scripts" || name == "khmer_mix"; }
+bool has_combining_mark_words(const std::string &name) {
+  return name == "mixed_scripts" || name == "khmer_mix";
+}
 
 void compare(const std::string &json, const std::string &gguf, const std::string &ref, bool o200k) {
   const Tokenizer &hf = cached_hf_json(json);
@@ -28,7 +30,8 @@ void compare(const std::string &json, const std::string &gguf, const std::string
       const auto h = hf.encode(e.text, add, parse);
       EXPECT_EQ(hf.decode(h), e.text) << e.name; // lossless whatever the split
       if (o200k && has_combining_mark_words(e.name)) continue;
-      EXPECT_EQ(h, gg.encode(e.text, add, parse)) << ref << " '" << e.name << "' add=" << add << " parse=" << parse;
+      EXPECT_EQ(h, gg.encode(e.text, add, parse))
+          << ref << " '" << e.name << "' add=" << add << " parse=" << parse;
       EXPECT_EQ(h, e.ids[k]) << ref << " '" << e.name << "' add=" << add << " parse=" << parse;
       ++compared;
     }
@@ -36,20 +39,21 @@ void compare(const std::string &json, const std::string &gguf, const std::string
 }
 
 TEST(HfJson, QwenMatchesGgufBpe) {
-  compare(tokenizer_fixtures_dir() + "/qwen/tokenizer.json", tokenizer_fixtures_dir() + "/qwen2-tiny-vocab.gguf",
-          "qwen2", false);
+  compare(tokenizer_fixtures_dir() + "/qwen/tokenizer.json",
+          tokenizer_fixtures_dir() + "/qwen2-tiny-vocab.gguf", "qwen2", false);
 }
 
 TEST(HfJson, GptOssMatchesGgufBpe) {
-  compare(tokenizer_fixtures_dir() + "/gpt-oss/tokenizer.json", tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf",
-          "gpt-oss", true);
+  compare(tokenizer_fixtures_dir() + "/gpt-oss/tokenizer.json",
+          tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf", "gpt-oss", true);
 }
 
 // With the published o200k pattern a word with combining marks stays one piece: " हिन्दी" is a
 // single token of the vocabulary.
 TEST(HfJson, GptOssKeepsCombiningMarksInWords) {
   const Tokenizer &hf = cached_hf_json(tokenizer_fixtures_dir() + "/gpt-oss/tokenizer.json");
-  const auto ids = hf.encode(" \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80", false, false);
+  const auto ids =
+      hf.encode(" \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80", false, false);
   ASSERT_EQ(ids.size(), 1u);
   EXPECT_EQ(ids[0], 191681);
 }
@@ -101,7 +105,8 @@ std::string tiny_json(const std::string &norm) {
     if (t == "\"" || t == "\\") t = "\\" + t; // JSON escapes
     vocab += "\"" + t + "\": " + std::to_string(b) + ",";
   }
-  vocab += "\"ab\": 256, \"abc\": 257, \"\xC4\xA0" "a\": 258}";
+  vocab += "\"ab\": 256, \"abc\": 257, \"\xC4\xA0"
+           "a\": 258}";
   std::string s = kTinyJson;
   s.replace(s.find("%NORM%"), 6, norm);
   s.replace(s.find("%VOCAB%"), 7, vocab);

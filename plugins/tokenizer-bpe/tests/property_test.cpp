@@ -42,15 +42,17 @@ public:
       switch (pick(9)) {
       case 0: s += words[pick(sizeof words / sizeof *words)]; break;
       case 1: // whitespace run
-        for (int k = 1 + pick(5); k > 0; --k) s += spaces[pick(sizeof spaces / sizeof *spaces)];
+        for (int k = 1 + pick(5); k > 0; --k)
+          s += spaces[pick(sizeof spaces / sizeof *spaces)];
         break;
       case 2: // a base letter with combining marks
         append_cp(s, 'a' + pick(26));
-        for (int k = 1 + pick(3); k > 0; --k) append_cp(s, 0x300 + pick(0x70));
+        for (int k = 1 + pick(3); k > 0; --k)
+          append_cp(s, 0x300 + pick(0x70));
         break;
       case 3: append_cp(s, any_plane()); break;
       case 4: append_cp(s, 0x4E00 + pick(0x5200)); break; // CJK
-      case 5: // emoji, sometimes joined
+      case 5:                                             // emoji, sometimes joined
         append_cp(s, 0x1F300 + pick(0x300));
         if (pick(3) == 0) {
           append_cp(s, 0x200D);
@@ -79,9 +81,12 @@ private:
   }
   std::mt19937 rng_;
   bool allow_sp_space_;
-  static constexpr const char *words[] = {"hello", " world", "I'm", " they'll", "Ünïcödé", " naïve", "tokenizer"};
-  static constexpr const char *spaces[] = {" ", "  ", "\t", "\n", "\r\n", "\xC2\xA0", "\xE3\x80\x80", "\xE2\x80\x8B"};
-  static constexpr const char *specials[] = {"<|im_start|>", "<|endoftext|>", "<think>", "<|start|>", "<s>", "</s>"};
+  static constexpr const char *words[] = {"hello",   " world", "I'm",      " they'll",
+                                          "Ünïcödé", " naïve", "tokenizer"};
+  static constexpr const char *spaces[] = {" ",    "  ",       "\t",           "\n",
+                                           "\r\n", "\xC2\xA0", "\xE3\x80\x80", "\xE2\x80\x8B"};
+  static constexpr const char *specials[] = {"<|im_start|>", "<|endoftext|>", "<think>",
+                                             "<|start|>",    "<s>",           "</s>"};
 };
 
 void check_properties(const Tokenizer &tok, int n, bool spm, uint32_t seed) {
@@ -94,7 +99,8 @@ void check_properties(const Tokenizer &tok, int n, bool spm, uint32_t seed) {
     for (bool parse : spm ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
       std::vector<int32_t> ids;
       ASSERT_NO_THROW(ids = tok.encode(s, false, parse)) << "seed " << seed << " case " << i;
-      for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < vocab) << id;
+      for (int32_t id : ids)
+        ASSERT_TRUE(id >= 0 && id < vocab) << id;
       const std::string whole = tok.decode(ids);
       ASSERT_EQ(whole, s) << "seed " << seed << " case " << i << " parse_special " << parse;
       wo::Utf8Assembler a;
@@ -128,19 +134,24 @@ TEST(Property, ConcurrentEncodeGivesTheSameIds) {
   const Tokenizer &tok = *cached_gguf(tokenizer_fixtures_dir() + "/gpt-oss-tiny-vocab.gguf").tok;
   TextGen gen(std::random_device{}());
   std::vector<std::string> texts(300);
-  for (auto &t : texts) t = gen.next();
+  for (auto &t : texts)
+    t = gen.next();
   std::vector<std::vector<int32_t>> expect;
-  for (const auto &t : texts) expect.push_back(tok.encode(t, false, true));
+  for (const auto &t : texts)
+    expect.push_back(tok.encode(t, false, true));
   std::vector<int> mismatches(4, 0);
   std::vector<std::thread> threads;
   for (int th = 0; th < 4; ++th)
     threads.emplace_back([&, th] {
       for (int rep = 0; rep < 3; ++rep)
         for (size_t i = 0; i < texts.size(); ++i)
-          mismatches[th] += tok.encode(texts[(i * (th + 1)) % texts.size()], false, true) != expect[(i * (th + 1)) % texts.size()];
+          mismatches[th] += tok.encode(texts[(i * (th + 1)) % texts.size()], false, true) !=
+                            expect[(i * (th + 1)) % texts.size()];
     });
-  for (auto &t : threads) t.join();
-  for (int m : mismatches) EXPECT_EQ(m, 0);
+  for (auto &t : threads)
+    t.join();
+  for (int m : mismatches)
+    EXPECT_EQ(m, 0);
 }
 
 TEST(Property, LoneSurrogatesAreRejected) {

@@ -61,7 +61,8 @@ std::vector<RefEntry> load_reference(const std::string &path) {
   const std::string text = read_file(path);
   rapidjson::Document d;
   d.Parse(text.data(), text.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("entries")) throw std::runtime_error("bad reference file " + path);
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("entries"))
+    throw std::runtime_error("bad reference file " + path);
   std::vector<RefEntry> out;
   for (const auto &e : d["entries"].GetArray()) {
     RefEntry r;
@@ -71,7 +72,8 @@ std::vector<RefEntry> load_reference(const std::string &path) {
       std::string key = std::string("add_special_") + ((k & 2) ? "true" : "false") + "__parse_special_" +
                         ((k & 1) ? "true" : "false");
       const auto &res = e[key.c_str()];
-      for (const auto &id : res["ids"].GetArray()) r.ids[k].push_back(id.GetInt());
+      for (const auto &id : res["ids"].GetArray())
+        r.ids[k].push_back(id.GetInt());
       r.detokenized[k].assign(res["detokenized"].GetString(), res["detokenized"].GetStringLength());
     }
     out.push_back(std::move(r));
@@ -95,12 +97,14 @@ std::vector<VocabCase> load_vocab_cases(const std::string &gguf_path) {
   std::istringstream lines(outp);
   std::string line;
   for (const auto &t : texts) {
-    if (!std::getline(lines, line)) throw std::runtime_error("fewer .out lines than .inp cases in " + gguf_path);
+    if (!std::getline(lines, line))
+      throw std::runtime_error("fewer .out lines than .inp cases in " + gguf_path);
     VocabCase c;
     c.text = t;
     std::istringstream ids(line);
     int32_t id;
-    while (ids >> id) c.ids.push_back(id);
+    while (ids >> id)
+      c.ids.push_back(id);
     cases.push_back(std::move(c));
   }
   return cases;

@@ -21,7 +21,8 @@ namespace {
 
 TEST(ByteLevel, AllBytesRoundTripThroughPrintableText) {
   std::string all;
-  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  for (int b = 0; b < 256; ++b)
+    all.push_back(static_cast<char>(b));
   const std::string text = bytes_to_unicode(all);
   std::string back;
   ASSERT_TRUE(unicode_to_bytes(text, back));
@@ -34,12 +35,16 @@ TEST(ByteLevel, AllBytesRoundTripThroughPrintableText) {
 
 TEST(RegexSplitter, PiecesCoverTheTextExactly) {
   std::mt19937 rng(std::random_device{}());
-  const char *alphabet[] = {"a", "Z", "7", " ", "  ", "\n", "\t", "'s", "!", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x9A\x80", "\xCC\x81"};
-  for (const std::string &pre : {std::string("qwen2"), std::string("gpt-4o"), std::string("llama-bpe"), std::string("gpt-2")}) {
+  const char *alphabet[] = {"a",       "Z",  "7", " ",        "  ",           "\n",
+                            "\t",      "'s", "!", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x9A\x80",
+                            "\xCC\x81"};
+  for (const std::string &pre :
+       {std::string("qwen2"), std::string("gpt-4o"), std::string("llama-bpe"), std::string("gpt-2")}) {
     RegexSplitter sp(pre_rule(pre)->pattern, pre);
     for (int iter = 0; iter < 300; ++iter) {
       std::string s;
-      for (int i = rng() % 30; i > 0; --i) s += alphabet[rng() % (sizeof alphabet / sizeof *alphabet)];
+      for (int i = rng() % 30; i > 0; --i)
+        s += alphabet[rng() % (sizeof alphabet / sizeof *alphabet)];
       std::vector<std::string_view> pieces;
       sp.split(s, pieces);
       std::string joined;
@@ -73,8 +78,9 @@ TEST(RegexSplitter, BadPatternIsAFormatErrorNamingTheOrigin) {
 
 TEST(Utf8Check, RejectsSurrogatesOverlongAndTruncation) {
   EXPECT_NO_THROW(require_utf8("h\xC3\xA9llo \xF0\x9F\x9A\x80", "t"));
-  for (const std::string &bad : {std::string("ab\xED\xA0\x80"), std::string("\xC0\x80"), std::string("x\xE4\xBD"),
-                                std::string("\xF4\x90\x80\x80"), std::string("\xFF")}) {
+  for (const std::string &bad :
+       {std::string("ab\xED\xA0\x80"), std::string("\xC0\x80"), std::string("x\xE4\xBD"),
+        std::string("\xF4\x90\x80\x80"), std::string("\xFF")}) {
     try {
       require_utf8(bad, "text to tokenize");
       FAIL() << "accepted invalid UTF-8";
@@ -88,15 +94,31 @@ TEST(Utf8Check, RejectsSurrogatesOverlongAndTruncation) {
 // The ASCII fast path of normalize() must give what utf8proc gives on the whole text.
 TEST(Normalizer, SegmentedNfcEqualsWholeText) {
   std::mt19937 rng(std::random_device{}());
-  const char *parts[] = {"e", "a", " ", "x", "\xCC\x81", "\xCC\xA3", "\xCC\x88", "\xC3\xA9", "\xEF\xAC\x81",
-                         "\xE1\x84\x80", "\xE1\x85\xA1", "\xEA\xB0\x80", "\xE2\x84\xAB", "1"};
+  const char *parts[] = {"e",
+                         "a",
+                         " ",
+                         "x",
+                         "\xCC\x81",
+                         "\xCC\xA3",
+                         "\xCC\x88",
+                         "\xC3\xA9",
+                         "\xEF\xAC\x81",
+                         "\xE1\x84\x80",
+                         "\xE1\x85\xA1",
+                         "\xEA\xB0\x80",
+                         "\xE2\x84\xAB",
+                         "1"};
   for (int iter = 0; iter < 2000; ++iter) {
     std::string s;
-    for (int k = rng() % 16; k > 0; --k) s += parts[rng() % (sizeof parts / sizeof *parts)];
-    for (auto [form, opts] : {std::pair<NormForm, int>{NormForm::NFC, UTF8PROC_COMPOSE}, std::pair<NormForm, int>{NormForm::NFKD, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}}) {
+    for (int k = rng() % 16; k > 0; --k)
+      s += parts[rng() % (sizeof parts / sizeof *parts)];
+    for (auto [form, opts] :
+         {std::pair<NormForm, int>{NormForm::NFC, UTF8PROC_COMPOSE},
+          std::pair<NormForm, int>{NormForm::NFKD, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}}) {
       utf8proc_uint8_t *out = nullptr;
-      utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
-                                        &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | opts));
+      utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()),
+                                        static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | opts));
       ASSERT_GE(n, 0);
       std::string whole(reinterpret_cast<const char *>(out), static_cast<size_t>(n));
       std::free(out);
@@ -149,10 +171,10 @@ TEST(Specials, EogAndIdsPerVocabulary) {
   const Tokenizer &p = *cached_gguf(fixtures_dir() + "/models/phi3-tiny-Q4_K_M.gguf").tok;
   EXPECT_EQ(p.special_ids().bos, 1);
   EXPECT_EQ(p.special_ids().add_bos, 1);
-  EXPECT_TRUE(p.is_eog(32000)); // <|endoftext|>
-  EXPECT_TRUE(p.is_eog(32007)); // <|end|>
-  EXPECT_EQ(p.token_bytes(3 + 0x41), "A");   // <0x41>
-  EXPECT_EQ(p.token_bytes(1678), "   ");     // "▁▁▁"
+  EXPECT_TRUE(p.is_eog(32000));            // <|endoftext|>
+  EXPECT_TRUE(p.is_eog(32007));            // <|end|>
+  EXPECT_EQ(p.token_bytes(3 + 0x41), "A"); // <0x41>
+  EXPECT_EQ(p.token_bytes(1678), "   ");   // "▁▁▁"
   EXPECT_THROW(p.token_bytes(32064), Error);
   EXPECT_THROW(p.token_bytes(-1), Error);
 }

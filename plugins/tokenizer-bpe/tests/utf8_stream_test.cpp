@@ -14,7 +14,8 @@ const std::string kFFFD = "\xEF\xBF\xBD";
 std::string feed_bytewise(const std::string &s) {
   wo::Utf8Assembler a;
   std::string out;
-  for (char c : s) out += a.push(std::string_view(&c, 1));
+  for (char c : s)
+    out += a.push(std::string_view(&c, 1));
   out += a.flush();
   return out;
 }
@@ -32,13 +33,13 @@ TEST(Utf8Assembler, HoldsBackPartialCharacters) {
 
 TEST(Utf8Assembler, ReplacesOnlyCertainlyInvalidSequences) {
   wo::Utf8Assembler a;
-  EXPECT_EQ(a.push("\x80"), kFFFD);                     // stray continuation
-  EXPECT_EQ(a.push("\xC0\xAF"), kFFFD + kFFFD);         // overlong lead, then stray continuation
-  EXPECT_EQ(a.push("\xE4\xBDx"), kFFFD + "x");          // cut by an ASCII byte: one U+FFFD for E4 BD
+  EXPECT_EQ(a.push("\x80"), kFFFD);                         // stray continuation
+  EXPECT_EQ(a.push("\xC0\xAF"), kFFFD + kFFFD);             // overlong lead, then stray continuation
+  EXPECT_EQ(a.push("\xE4\xBDx"), kFFFD + "x");              // cut by an ASCII byte: one U+FFFD for E4 BD
   EXPECT_EQ(a.push("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD); // a UTF-16 surrogate is not UTF-8
-  EXPECT_EQ(a.push("\xF4\x90"), kFFFD + kFFFD);         // beyond U+10FFFF
-  EXPECT_EQ(a.push("\xE4"), "");                        // could still complete
-  EXPECT_EQ(a.flush(), kFFFD);                          // ... but the stream ended
+  EXPECT_EQ(a.push("\xF4\x90"), kFFFD + kFFFD);             // beyond U+10FFFF
+  EXPECT_EQ(a.push("\xE4"), "");                            // could still complete
+  EXPECT_EQ(a.flush(), kFFFD);                              // ... but the stream ended
   EXPECT_EQ(a.flush(), "");
 }
 
@@ -49,10 +50,13 @@ TEST(Utf8Assembler, ValidTextPassesUnchangedAnyChunking) {
     int n = rng() % 40;
     for (int i = 0; i < n; ++i) {
       uint32_t cp;
-      do cp = rng() % 0x110000;
+      do
+        cp = rng() % 0x110000;
       while (cp >= 0xD800 && cp <= 0xDFFF);
-      if (cp < 0x80) s += static_cast<char>(cp);
-      else if (cp < 0x800) s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      if (cp < 0x80)
+        s += static_cast<char>(cp);
+      else if (cp < 0x800)
+        s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
       else if (cp < 0x10000)
         s += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
               static_cast<char>(0x80 | (cp & 0x3F))};

@@ -48,12 +48,16 @@ public:
         len = 2;
       } else if (b >= 0xE0 && b <= 0xEF) {
         len = 3;
-        if (b == 0xE0) lo = 0xA0;      // no overlong 3-byte forms
-        else if (b == 0xED) hi = 0x9F; // no UTF-16 surrogates
+        if (b == 0xE0)
+          lo = 0xA0; // no overlong 3-byte forms
+        else if (b == 0xED)
+          hi = 0x9F; // no UTF-16 surrogates
       } else if (b >= 0xF0 && b <= 0xF4) {
         len = 4;
-        if (b == 0xF0) lo = 0x90;      // no overlong 4-byte forms
-        else if (b == 0xF4) hi = 0x8F; // nothing beyond U+10FFFF
+        if (b == 0xF0)
+          lo = 0x90; // no overlong 4-byte forms
+        else if (b == 0xF4)
+          hi = 0x8F; // nothing beyond U+10FFFF
       } else {
         out += kReplacement; // 0x80..0xC1, 0xF5..0xFF can never start a character
         ++i;
