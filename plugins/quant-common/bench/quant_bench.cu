@@ -31,7 +31,8 @@ const wo_quant_v1 *load_codec(const std::string &path) {
   if (!lib) throw std::runtime_error("dlopen " + path + ": " + dlerror());
   auto *alias = static_cast<const void *const *>(dlsym(lib, WORKER_PLUGIN_ENTRY_NAME));
   if (!alias) throw std::runtime_error(path + ": no " WORKER_PLUGIN_ENTRY_NAME);
-  const wo_plugin *d = reinterpret_cast<wo_plugin_entry_fn>(*alias)(WORKER_SDK_ABI_MAJOR, WORKER_SDK_ABI_MINOR);
+  const wo_plugin *d =
+      reinterpret_cast<wo_plugin_entry_fn>(*alias)(WORKER_SDK_ABI_MAJOR, WORKER_SDK_ABI_MINOR);
   if (!d) throw std::runtime_error(path + ": refused ABI");
   return static_cast<const wo_quant_v1 *>(d->vtable);
 }
@@ -46,7 +47,8 @@ template <class F> float time_ms(cudaStream_t s, int reps, F &&fn) {
   cudaEvent_t a, b;
   cuda_ok(cudaEventCreate(&a), "event");
   cuda_ok(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i) fn(); // warm-up
+  for (int i = 0; i < 3; ++i)
+    fn(); // warm-up
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
     cuda_ok(cudaEventRecord(a, s), "record");
@@ -68,7 +70,8 @@ double copy_bandwidth(cudaStream_t s) {
   cuda_ok(cudaMalloc(&src, bytes), "cudaMalloc");
   cuda_ok(cudaMalloc(&dst, bytes), "cudaMalloc");
   cuda_ok(cudaMemset(src, 1, bytes), "memset");
-  const float ms = time_ms(s, 15, [&] { cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy"); });
+  const float ms =
+      time_ms(s, 15, [&] { cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy"); });
   cudaFree(src);
   cudaFree(dst);
   return 2.0 * bytes / (ms * 1e-3);
@@ -97,7 +100,8 @@ int main(int argc, char **argv) try {
   std::printf("device: %s, L2 %d MiB\n", prop.name, prop.l2CacheSize >> 20);
   std::printf("D2D cudaMemcpy bandwidth (read+write): %.1f GB/s\n", copy_bw / 1e9);
   const char *variant = std::getenv("WORKER_QUANT_GEMV");
-  std::printf("GEMV kernel variant (WORKER_QUANT_GEMV): %s\n\n", variant && variant[0] == '2' ? "2 (multi-row)" : "1 (default)");
+  std::printf("GEMV kernel variant (WORKER_QUANT_GEMV): %s\n\n",
+              variant && variant[0] == '2' ? "2 (multi-row)" : "1 (default)");
   std::printf("%-6s %14s %10s %10s %10s %9s\n", "type", "rows x cols", "MiB", "us/GEMV", "GB/s", "of copy");
 
   const Case cases[] = {
@@ -143,12 +147,13 @@ int main(int argc, char **argv) try {
         throw std::runtime_error(q->last_error());
     cuda_ok(cudaStreamEndCapture(dev.stream(), &graph), "end capture");
     cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    const float ms = time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
+    const float ms =
+        time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
     const double us = ms * 1e3 / per_graph;
     const double bw = bytes / (us * 1e-6);
     std::printf("%-6s %7lldx%-6lld %10.2f %10.2f %10.1f %8.1f%%\n", wo::ggml::type_name(c.type),
-                static_cast<long long>(c.rows), static_cast<long long>(c.cols), bytes / 1048576.0, us, bw / 1e9,
-                100.0 * bw / copy_bw);
+                static_cast<long long>(c.rows), static_cast<long long>(c.cols), bytes / 1048576.0, us,
+                bw / 1e9, 100.0 * bw / copy_bw);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
 
@@ -163,7 +168,8 @@ int main(int argc, char **argv) try {
     }
     cudaFree(x);
     cudaFree(y);
-    for (void *p : w) cudaFree(p);
+    for (void *p : w)
+      cudaFree(p);
   }
   return 0;
 } catch (const std::exception &e) {

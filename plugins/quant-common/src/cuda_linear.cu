@@ -25,7 +25,8 @@ std::string describe(const wo_tensor *w) {
 }
 
 void check_cuda(cudaError_t e, const std::string &what) {
-  if (e != cudaSuccess) throw Error(WO_ERR_CUDA, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  if (e != cudaSuccess)
+    throw Error(WO_ERR_CUDA, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
 // `what` is a callable building the message: the decode path must not pay for strings.
@@ -47,9 +48,11 @@ struct Shape {
 Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool experts) {
   if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": weight tensor is NULL");
   if (w->ggml_type != ops.type)
-    throw Error(WO_ERR_INTERNAL, std::string(op) + ": " + describe(w) + " routed to the " + type_label(ops.type) +
-                                     " kernels");
-  if (!w->data) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": " + describe(w) + " has no device copy (data is NULL)");
+    throw Error(WO_ERR_INTERNAL,
+                std::string(op) + ": " + describe(w) + " routed to the " + type_label(ops.type) + " kernels");
+  if (!w->data)
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                std::string(op) + ": " + describe(w) + " has no device copy (data is NULL)");
   Shape s{w->ne[0], 1, 0};
   for (uint32_t i = 1; i < std::min<uint32_t>(w->n_dims, 4); ++i)
     if (!experts || i < 2) s.rows *= w->ne[i];
@@ -65,8 +68,8 @@ Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool 
 
 void check_dtype(wo_dtype t, const char *what, const char *op) {
   if (t != WO_DTYPE_F32 && t != WO_DTYPE_F16)
-    throw Error(WO_ERR_UNSUPPORTED, std::string(op) + ": " + what + " type must be F32 (0) or F16 (1), found " +
-                                        std::to_string(t));
+    throw Error(WO_ERR_UNSUPPORTED, std::string(op) + ": " + what +
+                                        " type must be F32 (0) or F16 (1), found " + std::to_string(t));
 }
 
 void check_aligned(const void *p, size_t a, const char *what, const char *op) {
@@ -101,22 +104,25 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
   const size_t y_elem = y_type == WO_DTYPE_F16 ? 2 : 4;
 
   // F32 weights with F32 activations need no conversion: exact FP32 GEMM straight on the weight.
-  if (w->ggml_type == wo::ggml::F32 && x_type == WO_DTYPE_F32 && sh.row_bytes == static_cast<uint64_t>(sh.cols) * 4) {
-    check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.rows), static_cast<int>(n),
-                              static_cast<int>(sh.cols), &alpha, w->data, CUDA_R_32F, static_cast<int>(sh.cols), x,
-                              CUDA_R_32F, static_cast<int>(sh.cols), &beta, y, yt, static_cast<int>(sh.rows),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  if (w->ggml_type == wo::ggml::F32 && x_type == WO_DTYPE_F32 &&
+      sh.row_bytes == static_cast<uint64_t>(sh.cols) * 4) {
+    check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.rows),
+                              static_cast<int>(n), static_cast<int>(sh.cols), &alpha, w->data, CUDA_R_32F,
+                              static_cast<int>(sh.cols), x, CUDA_R_32F, static_cast<int>(sh.cols), &beta, y,
+                              yt, static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  what + ": cublasGemmEx (F32)");
     return;
   }
 
   const uint64_t x16_bytes = x_type == WO_DTYPE_F16 ? 0 : align256(static_cast<uint64_t>(n) * sh.cols * 2);
   const int64_t chunk_rows = std::max<int64_t>(
-      1, std::min<int64_t>(sh.rows, static_cast<int64_t>(kGemmScratchBytes / (static_cast<uint64_t>(sh.cols) * 2))));
+      1, std::min<int64_t>(sh.rows,
+                           static_cast<int64_t>(kGemmScratchBytes / (static_cast<uint64_t>(sh.cols) * 2))));
   void *scratch = nullptr;
   if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what + ": the host offers no scratch service");
   check(host->scratch(host->ctx, x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2, &scratch),
-        what + ": scratch of " + std::to_string(x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2) + " bytes");
+        what + ": scratch of " + std::to_string(x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2) +
+            " bytes");
   const void *x16 = x;
   if (x16_bytes) {
     auto *dst = static_cast<__half *>(scratch);
@@ -129,13 +135,16 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
   auto *wbuf = reinterpret_cast<__half *>(static_cast<char *>(scratch) + x16_bytes);
   for (int64_t r0 = 0; r0 < sh.rows; r0 += chunk_rows) {
     const int64_t cr = std::min(chunk_rows, sh.rows - r0);
-    DequantParams dp{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, nullptr, r0, cr, wbuf, true};
+    DequantParams dp{
+        static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, nullptr, r0, cr, wbuf, true};
     (vector_path(ops, sh.cols) ? ops.dequant : ops.dequant_scalar)(dp, stream);
-    check_launch([&] { return what + ": dequantize rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr); });
+    check_launch(
+        [&] { return what + ": dequantize rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr); });
     check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cr), static_cast<int>(n),
-                              static_cast<int>(sh.cols), &alpha, wbuf, CUDA_R_16F, static_cast<int>(sh.cols), x16,
-                              CUDA_R_16F, static_cast<int>(sh.cols), &beta, static_cast<char *>(y) + r0 * y_elem, yt,
-                              static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                              static_cast<int>(sh.cols), &alpha, wbuf, CUDA_R_16F, static_cast<int>(sh.cols),
+                              x16, CUDA_R_16F, static_cast<int>(sh.cols), &beta,
+                              static_cast<char *>(y) + r0 * y_elem, yt, static_cast<int>(sh.rows),
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  what + ": cublasGemmEx rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr));
   }
 }
@@ -153,11 +162,24 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   if (n_tokens == 0) return;
   const bool vec = vector_path(ops, sh.cols);
   if (!vec && !ops.gemv_scalar)
-    throw Error(WO_ERR_FORMAT, what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
+    throw Error(WO_ERR_FORMAT,
+                what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
   check_aligned(x, vec ? (x_type == WO_DTYPE_F16 ? 8 : 16) : 4, "x", "linear");
   check_aligned(y, 4, "y", "linear");
-  GemvParams p{static_cast<const uint8_t *>(w->data), sh.row_bytes, 0, sh.rows, sh.cols, x, x_type == WO_DTYPE_F16,
-               y, y_type == WO_DTYPE_F16, n_tokens, nullptr, 1, 1, 1};
+  GemvParams p{static_cast<const uint8_t *>(w->data),
+               sh.row_bytes,
+               0,
+               sh.rows,
+               sh.cols,
+               x,
+               x_type == WO_DTYPE_F16,
+               y,
+               y_type == WO_DTYPE_F16,
+               n_tokens,
+               nullptr,
+               1,
+               1,
+               1};
   if (!vec) {
     ops.gemv_scalar(p, host->cuda_stream);
   } else if (n_tokens <= kGemvMaxTokens) {
@@ -180,17 +202,25 @@ void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
   const bool vec = vector_path(ops, sh.cols);
   if (!vec && !ops.dequant_scalar)
-    throw Error(WO_ERR_FORMAT, what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
+    throw Error(WO_ERR_FORMAT,
+                what() + ": row length is not a multiple of " + std::to_string(ops.block_elems));
   check_aligned(out, vec ? (out_type == WO_DTYPE_F16 ? 8 : 16) : 4, "out", "gather_rows");
-  DequantParams dp{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, ids, 0, n, out,
+  DequantParams dp{static_cast<const uint8_t *>(w->data),
+                   sh.row_bytes,
+                   sh.cols,
+                   sh.rows,
+                   ids,
+                   0,
+                   n,
+                   out,
                    out_type == WO_DTYPE_F16};
   (vec ? ops.dequant : ops.dequant_scalar)(dp, host->cuda_stream);
   check_launch(what);
 }
 
-void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
-                   int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
-                   int64_t n_slots) {
+void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,
+                   wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                   const int32_t *ids, int64_t n_slots) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id: host is NULL");
   const Shape sh = weight_shape(ops, w, "linear_id", true);
   const auto what = [&] {
@@ -201,18 +231,33 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
   check_dtype(y_type, "y", "linear_id");
   const int64_t n_expert = w->n_dims >= 3 ? w->ne[2] : 1;
   if (n_tokens < 0 || n_slots <= 0 || (x_slots != 1 && x_slots != n_slots))
-    throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": expected n_tokens >= 0, n_slots >= 1 and x_slots 1 or n_slots");
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                what() + ": expected n_tokens >= 0, n_slots >= 1 and x_slots 1 or n_slots");
   if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes)
-    throw Error(WO_ERR_FORMAT, what() + ": nbytes " + std::to_string(w->nbytes) + " is less than experts*rows*nb1 = " +
+    throw Error(WO_ERR_FORMAT, what() + ": nbytes " + std::to_string(w->nbytes) +
+                                   " is less than experts*rows*nb1 = " +
                                    std::to_string(static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes));
   if (n_tokens == 0) return;
   if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
   if (!vector_path(ops, sh.cols))
-    throw Error(WO_ERR_UNSUPPORTED, what() + ": row length must be a multiple of " + std::to_string(ops.block_elems));
+    throw Error(WO_ERR_UNSUPPORTED,
+                what() + ": row length must be a multiple of " + std::to_string(ops.block_elems));
   check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_id");
   check_aligned(y, 4, "y", "linear_id");
-  GemvParams p{static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.rows * sh.row_bytes, sh.rows, sh.cols, x,
-               x_type == WO_DTYPE_F16, y, y_type == WO_DTYPE_F16, n_tokens, ids, n_slots, x_slots, n_expert};
+  GemvParams p{static_cast<const uint8_t *>(w->data),
+               sh.row_bytes,
+               sh.rows * sh.row_bytes,
+               sh.rows,
+               sh.cols,
+               x,
+               x_type == WO_DTYPE_F16,
+               y,
+               y_type == WO_DTYPE_F16,
+               n_tokens,
+               ids,
+               n_slots,
+               x_slots,
+               n_expert};
   ops.gemv(p, 1, host->cuda_stream);
   check_launch(what);
 }

@@ -60,7 +60,8 @@ void deq_q5_1(const uint8_t *b, float *y) {
 
 void deq_q8_0(const uint8_t *b, float *y) {
   const float d = half_to_float(load_u16(b));
-  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
+  for (int j = 0; j < 32; ++j)
+    y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
 }
 
 void deq_q4_k(const uint8_t *b, float *y) {
@@ -74,8 +75,10 @@ void deq_q4_k(const uint8_t *b, float *y) {
     const float d1 = d * sc, m1 = dmin * m;
     k_scale_min(2 * j + 1, scales, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
-    for (int l = 0; l < 32; ++l) y[64 * j + l] = d1 * static_cast<float>(q[l] & 0x0f) - m1;
-    for (int l = 0; l < 32; ++l) y[64 * j + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+    for (int l = 0; l < 32; ++l)
+      y[64 * j + l] = d1 * static_cast<float>(q[l] & 0x0f) - m1;
+    for (int l = 0; l < 32; ++l)
+      y[64 * j + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
     q += 32;
   }
 }
@@ -165,33 +168,39 @@ std::string type_label(uint32_t type) {
 void check_row_len(uint32_t type, int64_t row_len, const std::string &where) {
   const auto *ti = type_info(type);
   if (!ti || !cpu_supports(type))
-    throw Error(WO_ERR_UNSUPPORTED, where + ": ggml type " + type_label(type) + " is not served by this codec");
+    throw Error(WO_ERR_UNSUPPORTED,
+                where + ": ggml type " + type_label(type) + " is not served by this codec");
   if (row_len <= 0 || row_len % ti->block_elems != 0)
-    throw Error(WO_ERR_FORMAT, where + ": row length " + std::to_string(row_len) + " is not a positive multiple of " +
-                                   std::to_string(ti->block_elems) + " (the " + ti->name + " block size)");
+    throw Error(WO_ERR_FORMAT, where + ": row length " + std::to_string(row_len) +
+                                   " is not a positive multiple of " + std::to_string(ti->block_elems) +
+                                   " (the " + ti->name + " block size)");
 }
 
 void dequantize_rows(uint32_t type, const void *src, int64_t n_rows, int64_t row_len, float *dst) {
   check_row_len(type, row_len, "dequantize_rows");
   if (n_rows < 0 || (n_rows > 0 && (!src || !dst)))
-    throw Error(WO_ERR_INVALID_ARGUMENT, "dequantize_rows: expected n_rows >= 0 and non-null buffers, found n_rows=" +
-                                             std::to_string(n_rows));
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "dequantize_rows: expected n_rows >= 0 and non-null buffers, found n_rows=" +
+                    std::to_string(n_rows));
   const uint64_t n = static_cast<uint64_t>(n_rows) * static_cast<uint64_t>(row_len);
   const auto *p = static_cast<const uint8_t *>(src);
   switch (type) {
   case wo::ggml::F32: std::memcpy(dst, src, n * sizeof(float)); return;
   case wo::ggml::F16:
-    for (uint64_t i = 0; i < n; ++i) dst[i] = half_to_float(load_u16(p + 2 * i));
+    for (uint64_t i = 0; i < n; ++i)
+      dst[i] = half_to_float(load_u16(p + 2 * i));
     return;
   case wo::ggml::BF16:
-    for (uint64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(load_u16(p + 2 * i));
+    for (uint64_t i = 0; i < n; ++i)
+      dst[i] = bf16_to_float(load_u16(p + 2 * i));
     return;
   default: break;
   }
   const auto *ti = type_info(type);
   const BlockFn fn = block_decoder(type);
   const uint64_t n_blocks = n / ti->block_elems;
-  for (uint64_t i = 0; i < n_blocks; ++i) fn(p + i * ti->block_bytes, dst + i * ti->block_elems);
+  for (uint64_t i = 0; i < n_blocks; ++i)
+    fn(p + i * ti->block_bytes, dst + i * ti->block_elems);
 }
 
 } // namespace wo::quant

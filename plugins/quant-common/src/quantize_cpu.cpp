@@ -19,7 +19,8 @@ void store_u16(uint8_t *p, uint16_t v) {
   p[1] = static_cast<uint8_t>(v >> 8);
 }
 void store_u32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
 int clampi(long v, int lo, int hi) { return static_cast<int>(std::min<long>(hi, std::max<long>(lo, v))); }
@@ -79,12 +80,14 @@ void q_affine_nibbles(const float *x, uint8_t *b, int levels) { // Q4_1 (15) and
 
 void q_q8_0(const float *x, uint8_t *b) {
   float amax = 0.0f;
-  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  for (int i = 0; i < 32; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
   const uint16_t dh = float_to_half(amax / 127.0f);
   const float d = half_to_float(dh);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_u16(b, dh);
-  for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(clampi(std::lround(x[j] * id), -127, 127)));
+  for (int j = 0; j < 32; ++j)
+    b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(clampi(std::lround(x[j] * id), -127, 127)));
 }
 
 // Q4_K / Q5_K: eight 32-value sub-blocks, each x ~ d*sc*q - dmin*m with 6-bit sc, m.
@@ -144,16 +147,19 @@ void q_q6_k(const float *x, uint8_t *b) {
   float scale[16];
   for (int s = 0; s < 16; ++s) {
     float amax = 0.0f;
-    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * s + l]));
+    for (int l = 0; l < 16; ++l)
+      amax = std::max(amax, std::fabs(x[16 * s + l]));
     scale[s] = amax / 31.0f;
   }
   const uint16_t dh = float_to_half(*std::max_element(scale, scale + 16) / 127.0f);
   const float d = half_to_float(dh);
   int8_t sc[16];
-  for (int s = 0; s < 16; ++s) sc[s] = static_cast<int8_t>(d > 0 ? clampi(std::lround(scale[s] / d), 0, 127) : 0);
+  for (int s = 0; s < 16; ++s)
+    sc[s] = static_cast<int8_t>(d > 0 ? clampi(std::lround(scale[s] / d), 0, 127) : 0);
   uint8_t *ql = b, *qh = b + 128;
   std::fill(b, b + 192, uint8_t{0});
-  for (int s = 0; s < 16; ++s) b[192 + s] = static_cast<uint8_t>(sc[s]);
+  for (int s = 0; s < 16; ++s)
+    b[192 + s] = static_cast<uint8_t>(sc[s]);
   store_u16(b + 208, dh);
   for (int v = 0; v < 256; ++v) {
     const int n = v / 128, r = v % 128, quarter = r / 32, l = r % 32;
@@ -167,7 +173,8 @@ void q_q6_k(const float *x, uint8_t *b) {
 
 void q_mxfp4(const float *x, uint8_t *b) {
   float amax = 0.0f;
-  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  for (int i = 0; i < 32; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
   int e = 0;
   if (amax > 0.0f) e = std::clamp(static_cast<int>(std::floor(std::log2(amax))) - 2 + 127, 0, 254);
   b[0] = static_cast<uint8_t>(e);
@@ -196,17 +203,20 @@ void q_mxfp4(const float *x, uint8_t *b) {
 void quantize_rows(uint32_t type, const float *src, int64_t n_rows, int64_t row_len, void *dst) {
   check_row_len(type, row_len, "quantize_rows");
   if (n_rows < 0 || (n_rows > 0 && (!src || !dst)))
-    throw Error(WO_ERR_INVALID_ARGUMENT, "quantize_rows: expected n_rows >= 0 and non-null buffers, found n_rows=" +
-                                             std::to_string(n_rows));
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "quantize_rows: expected n_rows >= 0 and non-null buffers, found n_rows=" +
+                    std::to_string(n_rows));
   const uint64_t n = static_cast<uint64_t>(n_rows) * static_cast<uint64_t>(row_len);
   auto *out = static_cast<uint8_t *>(dst);
   switch (type) {
   case wo::ggml::F32: std::memcpy(dst, src, n * sizeof(float)); return;
   case wo::ggml::F16:
-    for (uint64_t i = 0; i < n; ++i) store_u16(out + 2 * i, float_to_half(src[i]));
+    for (uint64_t i = 0; i < n; ++i)
+      store_u16(out + 2 * i, float_to_half(src[i]));
     return;
   case wo::ggml::BF16:
-    for (uint64_t i = 0; i < n; ++i) store_u16(out + 2 * i, float_to_bf16(src[i]));
+    for (uint64_t i = 0; i < n; ++i)
+      store_u16(out + 2 * i, float_to_bf16(src[i]));
     return;
   default: break;
   }

@@ -45,7 +45,8 @@ TEST_F(Conformance, DescriptorDescribesAQuantCodec) {
 #ifdef WORKER_WITH_CUDA
   EXPECT_TRUE(q->linear && q->gather_rows && q->linear_id) << "a CUDA build must offer the GPU entry points";
 #else
-  EXPECT_TRUE(!q->linear && !q->gather_rows && !q->linear_id) << "a CPU-only build must leave GPU entries NULL";
+  EXPECT_TRUE(!q->linear && !q->gather_rows && !q->linear_id)
+      << "a CPU-only build must leave GPU entries NULL";
 #endif
   std::set<uint32_t> listed(q->types, q->types + q->n_types);
   EXPECT_EQ(listed.size(), q->n_types) << "duplicate type ids";
@@ -101,7 +102,8 @@ TEST_F(Conformance, RefusesTypesItDoesNotServe) {
   std::vector<uint8_t> in(1024);
   const uint32_t foreign = served(wo::ggml::MXFP4) ? wo::ggml::Q4_K : wo::ggml::MXFP4;
   EXPECT_EQ(q->dequantize_rows(foreign, in.data(), 1, 256, out), WO_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(q->last_error()).find(wo::ggml::type_name(foreign)), std::string::npos) << q->last_error();
+  EXPECT_NE(std::string(q->last_error()).find(wo::ggml::type_name(foreign)), std::string::npos)
+      << q->last_error();
   EXPECT_EQ(q->dequantize_rows(wo::ggml::Q2_K, in.data(), 1, 256, out), WO_ERR_UNSUPPORTED);
 }
 

@@ -17,8 +17,8 @@ using namespace wo::quant::dev;
 using namespace wo::quant::testing;
 
 template <class D> class DecoderTest : public ::testing::Test {};
-using Decoders = ::testing::Types<DecQ4_0, DecQ4_1, DecQ5_0, DecQ5_1, DecQ8_0, DecQ4_K, DecQ5_K, DecQ6_K, DecMXFP4,
-                                  DecF32, DecF16, DecBF16>;
+using Decoders = ::testing::Types<DecQ4_0, DecQ4_1, DecQ5_0, DecQ5_1, DecQ8_0, DecQ4_K, DecQ5_K, DecQ6_K,
+                                  DecMXFP4, DecF32, DecF16, DecBF16>;
 TYPED_TEST_SUITE(DecoderTest, Decoders);
 
 TYPED_TEST(DecoderTest, DecodeIsBitExactAndDotMatches) {
@@ -68,7 +68,8 @@ TYPED_TEST(DecoderTest, PartsCoverTheBlockOnce) {
         ASSERT_LT(idx, D::QK);
         ++hits[idx];
       }
-  for (int i = 0; i < D::QK; ++i) EXPECT_EQ(hits[i], 1) << "element " << i;
+  for (int i = 0; i < D::QK; ++i)
+    EXPECT_EQ(hits[i], 1) << "element " << i;
 }
 
 } // namespace

@@ -37,8 +37,8 @@ std::vector<Golden> load_index() {
   if (doc.HasParseError() || !doc.IsArray()) throw std::runtime_error(path + ": expected a JSON array");
   std::vector<Golden> out;
   for (const auto &e : doc.GetArray())
-    out.push_back({e["file_prefix"].GetString(), e["type"].GetString(), e["rows"].GetInt64(), e["cols"].GetInt64(),
-                   e["row_bytes"].GetInt64()});
+    out.push_back({e["file_prefix"].GetString(), e["type"].GetString(), e["rows"].GetInt64(),
+                   e["cols"].GetInt64(), e["row_bytes"].GetInt64()});
   return out;
 }
 
@@ -65,8 +65,8 @@ TEST(DequantizeGolden, EveryFixtureBlockIsBitExact) {
       if (bits != want[i] && mismatches++ < 5) {
         float w;
         std::memcpy(&w, &want[i], 4);
-        ADD_FAILURE() << "element " << i << " (row " << i / g.cols << ", col " << i % g.cols << "): got " << got[i]
-                      << " want " << w;
+        ADD_FAILURE() << "element " << i << " (row " << i / g.cols << ", col " << i % g.cols << "): got "
+                      << got[i] << " want " << w;
       }
     }
     EXPECT_EQ(mismatches, 0u) << g.prefix << ": elements differing from the golden";
@@ -92,7 +92,8 @@ TEST(DequantizeGolden, GemvReferenceMatchesDequantizedRows) {
     double num = 0, den = 0;
     for (int64_t r = 0; r < g.rows; ++r) {
       double acc = 0;
-      for (int64_t c = 0; c < g.cols; ++c) acc += static_cast<double>(w[r * g.cols + c]) * x[c];
+      for (int64_t c = 0; c < g.cols; ++c)
+        acc += static_cast<double>(w[r * g.cols + c]) * x[c];
       num += (acc - y[r]) * (acc - y[r]);
       den += y[r] * y[r];
     }

@@ -26,12 +26,16 @@ namespace {
 
 template <class T> class DeviceArray {
 public:
-  explicit DeviceArray(size_t n) : n_(n) { cuda_ok(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  explicit DeviceArray(size_t n) : n_(n) {
+    cuda_ok(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
   ~DeviceArray() { cudaFree(p_); }
   DeviceArray(const DeviceArray &) = delete;
   DeviceArray &operator=(const DeviceArray &) = delete;
   T *get() const { return p_; }
-  void upload(const T *src, size_t n) { cuda_ok(cudaMemcpy(p_, src, n * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
+  void upload(const T *src, size_t n) {
+    cuda_ok(cudaMemcpy(p_, src, n * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
   std::vector<T> download(size_t n) const {
     std::vector<T> v(n);
     cuda_ok(cudaMemcpy(v.data(), p_, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
@@ -71,11 +75,13 @@ wo_tensor make_tensor(uint32_t type, void *data, int64_t cols, int64_t rows, int
 std::vector<int64_t> sample_rows(int64_t rows, std::mt19937_64 &rng) {
   if (rows <= 256) {
     std::vector<int64_t> all(rows);
-    for (int64_t i = 0; i < rows; ++i) all[i] = i;
+    for (int64_t i = 0; i < rows; ++i)
+      all[i] = i;
     return all;
   }
   std::set<int64_t> s{0, rows - 1};
-  while (s.size() < 256) s.insert(static_cast<int64_t>(rng() % rows));
+  while (s.size() < 256)
+    s.insert(static_cast<int64_t>(rng() % rows));
   return {s.begin(), s.end()};
 }
 
@@ -91,16 +97,18 @@ std::vector<double> reference(const std::vector<float> &w, int64_t k, const std:
         for (int64_t t = 0; t < n; ++t) {
           double acc = 0;
           const float *wr = &w[i * cols], *xr = &x[t * cols];
-          for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(wr[c]) * xr[c];
+          for (int64_t c = 0; c < cols; ++c)
+            acc += static_cast<double>(wr[c]) * xr[c];
           ref[t * k + i] = acc;
         }
     });
-  for (auto &t : th) t.join();
+  for (auto &t : th)
+    t.join();
   return ref;
 }
 
-double rel_err(const std::vector<float> &y, int64_t rows, const std::vector<int64_t> &sample, const std::vector<double> &ref,
-               int64_t n) {
+double rel_err(const std::vector<float> &y, int64_t rows, const std::vector<int64_t> &sample,
+               const std::vector<double> &ref, int64_t n) {
   double num = 0, den = 0;
   const int64_t k = static_cast<int64_t>(sample.size());
   for (int64_t t = 0; t < n; ++t)
@@ -126,12 +134,13 @@ protected:
     std::printf("[ seed     ] %llu (replay with WORKER_TEST_SEED)\n", static_cast<unsigned long long>(seed));
   }
 
-  std::vector<float> dequant_rows(uint32_t type, const std::vector<uint8_t> &raw, const std::vector<int64_t> &rows,
-                                  int64_t cols) {
+  std::vector<float> dequant_rows(uint32_t type, const std::vector<uint8_t> &raw,
+                                  const std::vector<int64_t> &rows, int64_t cols) {
     const uint64_t rb = wo::ggml::row_bytes(type, cols);
     std::vector<float> w(rows.size() * cols);
     for (size_t i = 0; i < rows.size(); ++i)
-      EXPECT_EQ(q->dequantize_rows(type, raw.data() + rows[i] * rb, 1, cols, &w[i * cols]), WO_OK) << q->last_error();
+      EXPECT_EQ(q->dequantize_rows(type, raw.data() + rows[i] * rb, 1, cols, &w[i * cols]), WO_OK)
+          << q->last_error();
     return w;
   }
 
@@ -164,14 +173,15 @@ TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
       DeviceArray<float> x(xall.size()), y(static_cast<size_t>(512 * rows));
       x.upload(xall.data(), xall.size());
       for (int64_t n : kTokens) {
-        ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK) << q->last_error();
+        ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK)
+            << q->last_error();
         dev->sync();
         const auto yh = y.download(static_cast<size_t>(n * rows));
         const std::vector<float> xn(xall.begin(), xall.begin() + n * cols);
         const double err = rel_err(yh, rows, sample, reference(wref, sample.size(), xn, n, cols), n);
         std::printf("[ linear   ] %-5s %6lldx%-5lld n=%-3lld rel_l2=%.3e%s\n", wo::ggml::type_name(type),
-                    static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(n), err,
-                    cols != s.cols ? " (row length adjusted to the block size)" : "");
+                    static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(n),
+                    err, cols != s.cols ? " (row length adjusted to the block size)" : "");
         EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " " << rows << "x" << cols << " n=" << n;
       }
     }
@@ -196,11 +206,13 @@ TEST_F(GpuCodec, HalfActivationsAndOutputs) {
       }
       DeviceArray<uint16_t> x(xh.size()), y(static_cast<size_t>(n * rows));
       x.upload(xh.data(), xh.size());
-      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F16, y.get(), WO_DTYPE_F16, n), WO_OK) << q->last_error();
+      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F16, y.get(), WO_DTYPE_F16, n), WO_OK)
+          << q->last_error();
       dev->sync();
       const auto yh = y.download(static_cast<size_t>(n * rows));
       std::vector<float> yf(yh.size());
-      for (size_t i = 0; i < yh.size(); ++i) yf[i] = half_to_float(yh[i]);
+      for (size_t i = 0; i < yh.size(); ++i)
+        yf[i] = half_to_float(yh[i]);
       const double err = rel_err(yf, rows, sample, reference(wref, sample.size(), xf, n, cols), n);
       EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " F16 x/y n=" << n;
     }
@@ -217,7 +229,8 @@ TEST_F(GpuCodec, GatherRowsIsExact) {
       w.upload(raw.data(), raw.size());
       const wo_tensor t = make_tensor(type, w.get(), cols, rows);
       std::vector<int32_t> ids(n);
-      for (auto &i : ids) i = static_cast<int32_t>(rng() % rows);
+      for (auto &i : ids)
+        i = static_cast<int32_t>(rng() % rows);
       ids[0] = 0;
       ids[1] = rows - 1;
       ids[2] = ids[3];
@@ -225,8 +238,10 @@ TEST_F(GpuCodec, GatherRowsIsExact) {
       dids.upload(ids.data(), n);
       DeviceArray<float> out32(n * cols);
       DeviceArray<uint16_t> out16(n * cols);
-      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out32.get(), WO_DTYPE_F32), WO_OK) << q->last_error();
-      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out16.get(), WO_DTYPE_F16), WO_OK) << q->last_error();
+      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out32.get(), WO_DTYPE_F32), WO_OK)
+          << q->last_error();
+      ASSERT_EQ(q->gather_rows(dev->host(), &t, dids.get(), n, out16.get(), WO_DTYPE_F16), WO_OK)
+          << q->last_error();
       dev->sync();
       const auto g32 = out32.download(n * cols);
       const auto g16 = out16.download(n * cols);
@@ -237,8 +252,10 @@ TEST_F(GpuCodec, GatherRowsIsExact) {
         bad32 += float_to_bits(g32[i]) != float_to_bits(want[i]);
         bad16 += g16[i] != float_to_half(want[i]);
       }
-      EXPECT_EQ(bad32, 0u) << wo::ggml::type_name(type) << " cols=" << cols << ": F32 gather differs from CPU";
-      EXPECT_EQ(bad16, 0u) << wo::ggml::type_name(type) << " cols=" << cols << ": F16 gather differs from CPU";
+      EXPECT_EQ(bad32, 0u) << wo::ggml::type_name(type) << " cols=" << cols
+                           << ": F32 gather differs from CPU";
+      EXPECT_EQ(bad16, 0u) << wo::ggml::type_name(type) << " cols=" << cols
+                           << ": F16 gather differs from CPU";
     }
   }
 }
@@ -257,9 +274,11 @@ TEST_F(GpuCodec, PlainTypesWithOddRowLengths) {
       const auto xf = normal_floats(static_cast<size_t>(n * cols), rng());
       DeviceArray<float> x(xf.size()), y(n * rows);
       x.upload(xf.data(), xf.size());
-      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK) << q->last_error();
+      ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, n), WO_OK)
+          << q->last_error();
       dev->sync();
-      const double err = rel_err(y.download(n * rows), rows, sample, reference(wref, sample.size(), xf, n, cols), n);
+      const double err =
+          rel_err(y.download(n * rows), rows, sample, reference(wref, sample.size(), xf, n, cols), n);
       EXPECT_LE(err, 1e-5) << wo::ggml::type_name(type) << " n=" << n;
     }
   }
@@ -276,14 +295,15 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
     for (int64_t n : {int64_t{1}, int64_t{5}}) {
       for (int64_t x_slots : {int64_t{1}, slots}) {
         std::vector<int32_t> ids(n * slots);
-        for (auto &e : ids) e = static_cast<int32_t>(rng() % experts);
+        for (auto &e : ids)
+          e = static_cast<int32_t>(rng() % experts);
         const auto xf = normal_floats(static_cast<size_t>(n * x_slots * cols), rng());
         DeviceArray<float> x(xf.size()), y(n * slots * rows), y1(rows);
         DeviceArray<int32_t> dids(ids.size());
         x.upload(xf.data(), xf.size());
         dids.upload(ids.data(), ids.size());
-        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n, dids.get(),
-                               slots),
+        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n,
+                               dids.get(), slots),
                   WO_OK)
             << q->last_error();
         dev->sync();
@@ -292,20 +312,25 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
           const int64_t tok = tk / slots, k = tk % slots, e = ids[tk];
           const float *xp = x.get() + (tok * x_slots + (x_slots == 1 ? 0 : k)) * cols;
           const wo_tensor te = make_tensor(type, w.get() + e * rows * t.nb1, cols, rows);
-          ASSERT_EQ(q->linear(dev->host(), &te, xp, WO_DTYPE_F32, y1.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+          ASSERT_EQ(q->linear(dev->host(), &te, xp, WO_DTYPE_F32, y1.get(), WO_DTYPE_F32, 1), WO_OK)
+              << q->last_error();
           dev->sync();
           const auto want = y1.download(rows);
           std::vector<int64_t> all(rows);
-          for (int64_t r = 0; r < rows; ++r) all[r] = e * rows + r;
+          for (int64_t r = 0; r < rows; ++r)
+            all[r] = e * rows + r;
           const auto wref = dequant_rows(type, raw, all, cols);
           const std::vector<float> xv(xf.begin() + (tok * x_slots + (x_slots == 1 ? 0 : k)) * cols,
                                       xf.begin() + (tok * x_slots + (x_slots == 1 ? 0 : k) + 1) * cols);
           const auto ref = reference(wref, rows, xv, 1, cols);
           const std::vector<float> got(yh.begin() + tk * rows, yh.begin() + (tk + 1) * rows);
           std::vector<int64_t> idx(rows);
-          for (int64_t r = 0; r < rows; ++r) idx[r] = r;
-          EXPECT_LE(rel_l2(got.data(), want.data(), rows), 1e-6) << wo::ggml::type_name(type) << " slot " << tk;
-          EXPECT_LE(rel_err(got, rows, idx, ref, 1), kLinearTol) << wo::ggml::type_name(type) << " slot " << tk;
+          for (int64_t r = 0; r < rows; ++r)
+            idx[r] = r;
+          EXPECT_LE(rel_l2(got.data(), want.data(), rows), 1e-6)
+              << wo::ggml::type_name(type) << " slot " << tk;
+          EXPECT_LE(rel_err(got, rows, idx, ref, 1), kLinearTol)
+              << wo::ggml::type_name(type) << " slot " << tk;
         }
       }
     }
@@ -333,7 +358,8 @@ TEST_F(GpuCodec, FixtureGemvGoldensReproduce) {
     DeviceArray<float> x(cols), y(rows);
     x.upload(xf.data(), cols);
     const wo_tensor t = make_tensor(type, w.get(), cols, rows);
-    ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+    ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK)
+        << q->last_error();
     dev->sync();
     const auto got = y.download(rows);
     double num = 0, den = 0;
@@ -360,7 +386,8 @@ TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {
   DeviceArray<float> x(cols), y(rows), y2(rows);
   x.upload(xf.data(), cols);
   const size_t before = dev->scratch_calls();
-  ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK) << q->last_error();
+  ASSERT_EQ(q->linear(dev->host(), &t, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK)
+      << q->last_error();
   EXPECT_EQ(dev->scratch_calls(), before) << "the n_tokens=1 path asked for scratch";
   dev->sync();
   cudaGraph_t graph = nullptr;

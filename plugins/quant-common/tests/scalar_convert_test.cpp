@@ -36,10 +36,10 @@ TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3c01);
   EXPECT_EQ(float_to_half(65519.0f), 0x7bff);
   EXPECT_EQ(float_to_half(65520.0f), 0x7c00);
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);                    // tie to even (0)
-  EXPECT_EQ(float_to_half(std::ldexp(1.5f, -25)), 0x0001);                    // above the tie
-  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);                    // 1.5 ulp: tie to even 2
-  EXPECT_EQ(float_to_half(-std::ldexp(1.0f, -14)), 0x8400);                   // smallest normal
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);                         // tie to even (0)
+  EXPECT_EQ(float_to_half(std::ldexp(1.5f, -25)), 0x0001);                         // above the tie
+  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);                         // 1.5 ulp: tie to even 2
+  EXPECT_EQ(float_to_half(-std::ldexp(1.0f, -14)), 0x8400);                        // smallest normal
   EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14) - std::ldexp(1.0f, -26)), 0x0400); // rounds up into normals
 }
 
@@ -50,7 +50,7 @@ TEST(BFloat16, RoundTripAndRounding) {
       ASSERT_EQ(float_to_bf16(f), b);
     }
   }
-  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80); // tie to even
   EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
 }
 

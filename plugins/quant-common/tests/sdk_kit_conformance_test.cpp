@@ -15,9 +15,9 @@ namespace {
 
 // Relative L2 error per row the codecs promise (format resolution plus margin).
 const std::map<uint32_t, double> kBounds = {
-    {wo::ggml::F32, 0.0},    {wo::ggml::F16, 4e-4},  {wo::ggml::BF16, 3e-3}, {wo::ggml::Q4_0, 0.12},
-    {wo::ggml::Q4_1, 0.11},  {wo::ggml::Q5_0, 0.06}, {wo::ggml::Q5_1, 0.055}, {wo::ggml::Q8_0, 0.008},
-    {wo::ggml::Q4_K, 0.11},  {wo::ggml::Q5_K, 0.055}, {wo::ggml::Q6_K, 0.03}, {wo::ggml::MXFP4, 0.16},
+    {wo::ggml::F32, 0.0},   {wo::ggml::F16, 4e-4},   {wo::ggml::BF16, 3e-3},  {wo::ggml::Q4_0, 0.12},
+    {wo::ggml::Q4_1, 0.11}, {wo::ggml::Q5_0, 0.06},  {wo::ggml::Q5_1, 0.055}, {wo::ggml::Q8_0, 0.008},
+    {wo::ggml::Q4_K, 0.11}, {wo::ggml::Q5_K, 0.055}, {wo::ggml::Q6_K, 0.03},  {wo::ggml::MXFP4, 0.16},
 };
 
 TEST(SdkKit, CodecConforms) {

@@ -1,8 +1,8 @@
 // Small helpers for the quant tests: fixture paths, binary files, fresh random data.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -44,7 +44,8 @@ inline std::vector<float> normal_floats(size_t n, uint64_t seed, float sigma = 1
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> d(0.0f, sigma);
   std::vector<float> v(n);
-  for (auto &x : v) x = d(rng);
+  for (auto &x : v)
+    x = d(rng);
   return v;
 }
 

@@ -6,7 +6,7 @@
 namespace wo::quant::testing {
 const PluginUnderTest kPlugin = {"quant-ggml.so",
                                  "quant-ggml",
-                                 {wo::ggml::F32, wo::ggml::F16, wo::ggml::BF16, wo::ggml::Q4_0, wo::ggml::Q4_1,
-                                  wo::ggml::Q5_0, wo::ggml::Q5_1, wo::ggml::Q8_0, wo::ggml::Q4_K, wo::ggml::Q5_K,
-                                  wo::ggml::Q6_K}};
+                                 {wo::ggml::F32, wo::ggml::F16, wo::ggml::BF16, wo::ggml::Q4_0,
+                                  wo::ggml::Q4_1, wo::ggml::Q5_0, wo::ggml::Q5_1, wo::ggml::Q8_0,
+                                  wo::ggml::Q4_K, wo::ggml::Q5_K, wo::ggml::Q6_K}};
 } // namespace wo::quant::testing

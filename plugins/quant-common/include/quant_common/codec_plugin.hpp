@@ -25,12 +25,14 @@ template <class Codec> struct CodecPlugin {
 
   static void require(uint32_t type, const std::string &where) {
     if (!serves(type))
-      throw Error(WO_ERR_UNSUPPORTED, where + ": ggml type " + type_label(type) + " is not served by " + Codec::kName);
+      throw Error(WO_ERR_UNSUPPORTED,
+                  where + ": ggml type " + type_label(type) + " is not served by " + Codec::kName);
   }
 
   // Load-time check: a type we serve, a whole number of blocks per row, consistent strides/sizes.
   static void check(const wo_tensor *w) {
-    if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(Codec::kName) + ": check_tensor: tensor is NULL");
+    if (!w)
+      throw Error(WO_ERR_INVALID_ARGUMENT, std::string(Codec::kName) + ": check_tensor: tensor is NULL");
     const std::string where = std::string(Codec::kName) + ": tensor '" + (w->name ? w->name : "?") + "'";
     require(w->ggml_type, where);
     if (w->n_dims < 1 || w->n_dims > 4)
@@ -45,30 +47,35 @@ template <class Codec> struct CodecPlugin {
     check_row_len(w->ggml_type, w->ne[0], where);
     const uint64_t rb = wo::ggml::row_bytes(w->ggml_type, w->ne[0]);
     if (w->nb1 != 0 && w->nb1 != rb)
-      throw Error(WO_ERR_FORMAT, where + ": row stride nb1 = " + std::to_string(w->nb1) + " bytes, expected " +
-                                     std::to_string(rb) + " (rows stored one after another)");
+      throw Error(WO_ERR_FORMAT, where + ": row stride nb1 = " + std::to_string(w->nb1) +
+                                     " bytes, expected " + std::to_string(rb) +
+                                     " (rows stored one after another)");
     if (w->nbytes != 0 && w->nbytes != rb * rows)
       throw Error(WO_ERR_FORMAT, where + ": nbytes = " + std::to_string(w->nbytes) + ", expected " +
-                                     std::to_string(rb * rows) + " for ne[0]=" + std::to_string(w->ne[0]) + " and " +
-                                     std::to_string(rows) + " rows");
+                                     std::to_string(rb * rows) + " for ne[0]=" + std::to_string(w->ne[0]) +
+                                     " and " + std::to_string(rows) + " rows");
     if (w->data && reinterpret_cast<uintptr_t>(w->data) % 16 != 0)
       throw Error(WO_ERR_FORMAT, where + ": device data must be 16-byte aligned, found offset " +
                                      std::to_string(reinterpret_cast<uintptr_t>(w->data) % 16));
   }
 
-  static wo_status dequantize_rows(uint32_t type, const void *src, int64_t n_rows, int64_t row_len, float *dst) {
+  static wo_status dequantize_rows(uint32_t type, const void *src, int64_t n_rows, int64_t row_len,
+                                   float *dst) {
     return guard(thread_error(), [&] {
       require(type, "dequantize_rows");
       wo::quant::dequantize_rows(type, src, n_rows, row_len, dst);
     });
   }
-  static wo_status quantize_rows(uint32_t type, const float *src, int64_t n_rows, int64_t row_len, void *dst) {
+  static wo_status quantize_rows(uint32_t type, const float *src, int64_t n_rows, int64_t row_len,
+                                 void *dst) {
     return guard(thread_error(), [&] {
       require(type, "quantize_rows");
       wo::quant::quantize_rows(type, src, n_rows, row_len, dst);
     });
   }
-  static wo_status check_tensor(const wo_tensor *w) { return guard(thread_error(), [&] { check(w); }); }
+  static wo_status check_tensor(const wo_tensor *w) {
+    return guard(thread_error(), [&] { check(w); });
+  }
   static const char *last_error() { return thread_error().c_str(); }
 
 #ifdef WORKER_WITH_CUDA
@@ -76,20 +83,24 @@ template <class Codec> struct CodecPlugin {
     if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": weight tensor is NULL");
     const TypeOps *o = Codec::ops(w->ggml_type);
     if (!o)
-      throw Error(WO_ERR_UNSUPPORTED, std::string(op) + ": tensor '" + (w->name ? w->name : "?") + "' of type " +
-                                          type_label(w->ggml_type) + " is not served by " + Codec::kName);
+      throw Error(WO_ERR_UNSUPPORTED, std::string(op) + ": tensor '" + (w->name ? w->name : "?") +
+                                          "' of type " + type_label(w->ggml_type) + " is not served by " +
+                                          Codec::kName);
     return *o;
   }
-  static wo_status gather_rows(const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
-                               wo_dtype out_type) {
-    return guard(thread_error(), [&] { run_gather(ops_for(w, "gather_rows"), host, w, ids, n, out, out_type); });
+  static wo_status gather_rows(const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
+                               void *out, wo_dtype out_type) {
+    return guard(thread_error(),
+                 [&] { run_gather(ops_for(w, "gather_rows"), host, w, ids, n, out, out_type); });
   }
   static wo_status linear(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type, void *y,
                           wo_dtype y_type, int64_t n_tokens) {
-    return guard(thread_error(), [&] { run_linear(ops_for(w, "linear"), host, w, x, x_type, y, y_type, n_tokens); });
+    return guard(thread_error(),
+                 [&] { run_linear(ops_for(w, "linear"), host, w, x, x_type, y, y_type, n_tokens); });
   }
-  static wo_status linear_id(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots,
-                             void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+  static wo_status linear_id(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                             int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                             int64_t n_slots) {
     return guard(thread_error(), [&] {
       run_linear_id(ops_for(w, "linear_id"), host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
     });

@@ -63,8 +63,8 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
                 void *y, wo_dtype y_type, int64_t n_tokens);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
-void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
-                   int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
-                   int64_t n_slots);
+void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,
+                   wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                   const int32_t *ids, int64_t n_slots);
 
 } // namespace wo::quant

@@ -1,7 +1,7 @@
-// Block decoders for the CUDA kernels (compiled for the host too, so CPU tests can check them), one struct per layout, consumed by the templated kernels in
-// linear_kernels.cuh. A block of QK values is split into PARTS parts of V values; one thread decodes
-// one part. A part's values come in V/4 groups of 4 consecutive elements starting at start(part, g)
-// inside the block, so activations can be read with vector loads.
+// Block decoders for the CUDA kernels (compiled for the host too, so CPU tests can check them), one struct
+// per layout, consumed by the templated kernels in linear_kernels.cuh. A block of QK values is split into
+// PARTS parts of V values; one thread decodes one part. A part's values come in V/4 groups of 4 consecutive
+// elements starting at start(part, g) inside the block, so activations can be read with vector loads.
 //
 // Every value is computed with the same float operations, in the same order, as the CPU reference
 // (dequantize_cpu.cpp), using mul_rn/sub_rn so nvcc cannot contract them into FMAs: gathered
@@ -58,7 +58,9 @@ QC_HD uint16_t ld2(const uint8_t *p) {
 #endif
 }
 // 4 bytes at a 2-byte aligned address (legacy blocks are 18/22/34/210 bytes long).
-QC_HD uint32_t ld4_a2(const uint8_t *p) { return static_cast<uint32_t>(ld2(p)) | (static_cast<uint32_t>(ld2(p + 2)) << 16); }
+QC_HD uint32_t ld4_a2(const uint8_t *p) {
+  return static_cast<uint32_t>(ld2(p)) | (static_cast<uint32_t>(ld2(p + 2)) << 16);
+}
 QC_HD uint32_t ld4_a4(const uint8_t *p) {
 #ifdef __CUDA_ARCH__
   return *reinterpret_cast<const uint32_t *>(p);
@@ -88,7 +90,7 @@ struct DecQ4_0 {
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const float d = half_to_float(ld2(b));
     const uint32_t q = ld4_a2(b + 2 + 4 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[i] = mul_rn(i2f(static_cast<int>(nib(q, i)) - 8), d);
       v[4 + i] = mul_rn(i2f(static_cast<int>(hnib(q, i)) - 8), d);
@@ -112,9 +114,10 @@ struct DecQ4_1 {
   QC_HD static int start(int part, int g) { return 4 * part + 16 * g; }
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), m = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                m = half_to_float(static_cast<uint16_t>(dm >> 16));
     const uint32_t q = ld4_a4(b + 4 + 4 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[i] = add_rn(mul_rn(i2f(nib(q, i)), d), m);
       v[4 + i] = add_rn(mul_rn(i2f(hnib(q, i)), d), m);
@@ -142,7 +145,7 @@ struct DecQ5_0 {
     const float d = half_to_float(ld2(b));
     const uint32_t qh = ld4_a2(b + 2);
     const uint32_t q = ld4_a2(b + 6 + 4 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int j = 4 * part + i;
       const int lo = static_cast<int>(nib(q, i) | (((qh >> j) << 4) & 0x10u)) - 16;
@@ -171,10 +174,11 @@ struct DecQ5_1 {
   QC_HD static int start(int part, int g) { return 4 * part + 16 * g; }
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), m = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                m = half_to_float(static_cast<uint16_t>(dm >> 16));
     const uint32_t qh = ld4_a4(b + 4);
     const uint32_t q = ld4_a4(b + 8 + 4 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int j = 4 * part + i;
       const uint32_t lo = nib(q, i) | (((qh >> j) << 4) & 0x10u);
@@ -207,7 +211,7 @@ struct DecQ8_0 {
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const float d = half_to_float(ld2(b));
     const uint32_t q0 = ld4_a2(b + 2 + 8 * part), q1 = ld4_a2(b + 6 + 8 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[i] = mul_rn(i2f(static_cast<int8_t>(q0 >> (8 * i))), d);
       v[4 + i] = mul_rn(i2f(static_cast<int8_t>(q1 >> (8 * i))), d);
@@ -233,7 +237,8 @@ struct DecQ4_K {
   QC_HD static int start(int part, int g) { return 64 * (part / 8) + 4 * (part % 8) + 32 * g; }
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
     const int grp = part / 8, l0 = 4 * (part % 8);
     uint8_t sc, m;
     k_scale_min(2 * grp, b + 4, sc, m);
@@ -241,7 +246,7 @@ struct DecQ4_K {
     k_scale_min(2 * grp + 1, b + 4, sc, m);
     const float d2 = mul_rn(d, i2f(sc)), m2 = mul_rn(dmin, i2f(m));
     const uint32_t q = ld4_a4(b + 16 + 32 * grp + l0);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[i] = sub_rn(mul_rn(d1, i2f(nib(q, i))), m1);
       v[4 + i] = sub_rn(mul_rn(d2, i2f(hnib(q, i))), m2);
@@ -249,7 +254,8 @@ QC_UNROLL
   }
   QC_HD static float dot(const uint8_t *b, int part, const float *x) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
     const int grp = part / 8, l0 = 4 * (part % 8);
     uint8_t sc1, m1, sc2, m2;
     k_scale_min(2 * grp, b + 4, sc1, m1);
@@ -274,7 +280,8 @@ struct DecQ5_K {
   QC_HD static int start(int part, int g) { return 64 * (part / 8) + 4 * (part % 8) + 32 * g; }
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
     const int grp = part / 8, l0 = 4 * (part % 8);
     uint8_t sc, m;
     k_scale_min(2 * grp, b + 4, sc, m);
@@ -283,7 +290,7 @@ struct DecQ5_K {
     const float d2 = mul_rn(d, i2f(sc)), m2 = mul_rn(dmin, i2f(m));
     const uint32_t qh = ld4_a4(b + 16 + l0);
     const uint32_t q = ld4_a4(b + 48 + 32 * grp + l0);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       const uint32_t h = qh >> (8 * i);
       const uint32_t lo = nib(q, i) + (((h >> (2 * grp)) & 1u) << 4);
@@ -294,7 +301,8 @@ QC_UNROLL
   }
   QC_HD static float dot(const uint8_t *b, int part, const float *x) {
     const uint32_t dm = ld4_a4(b);
-    const float d = half_to_float(static_cast<uint16_t>(dm)), dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
+    const float d = half_to_float(static_cast<uint16_t>(dm)),
+                dmin = half_to_float(static_cast<uint16_t>(dm >> 16));
     const int grp = part / 8, l0 = 4 * (part % 8);
     uint8_t sc1, m1, sc2, m2;
     k_scale_min(2 * grp, b + 4, sc1, m1);
@@ -328,9 +336,10 @@ struct DecQ6_K {
     const uint32_t qh = ld4_a2(b + 128 + 32 * n + l0);
     const auto *sc = reinterpret_cast<const int8_t *>(b + 192 + 8 * n + l0 / 16);
     float ds[4];
-QC_UNROLL
-    for (int k = 0; k < 4; ++k) ds[k] = mul_rn(d, i2f(sc[2 * k]));
-QC_UNROLL
+    QC_UNROLL
+    for (int k = 0; k < 4; ++k)
+      ds[k] = mul_rn(d, i2f(sc[2 * k]));
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       const uint32_t h = qh >> (8 * i);
       v[i] = mul_rn(ds[0], i2f(static_cast<int>(nib(ql0, i) | ((h & 3u) << 4)) - 32));
@@ -366,7 +375,7 @@ struct DecMXFP4 {
   QC_HD static void decode(const uint8_t *b, int part, float *v) {
     const float d = e8m0_to_float_half(b[0]);
     const uint32_t q = ld4_a1(b + 1 + 4 * part);
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[i] = mul_rn(i2f(mxfp4_value(nib(q, i))), d);
       v[4 + i] = mul_rn(i2f(mxfp4_value(hnib(q, i))), d);
@@ -381,7 +390,8 @@ QC_UNROLL
     const uint32_t q = ld4_a1(b + 1 + 4 * part);
     float s = 0.0f;
     QC_UNROLL
-    for (int i = 0; i < 4; ++i) s += signed_term(nib(q, i), x[i]) + signed_term(hnib(q, i), x[4 + i]);
+    for (int i = 0; i < 4; ++i)
+      s += signed_term(nib(q, i), x[i]) + signed_term(hnib(q, i), x[4 + i]);
     return e8m0_to_float_half(b[0]) * s;
   }
 };
@@ -406,7 +416,8 @@ struct DecF32 {
     decode(b, part, v);
     float s = 0.0f;
     QC_UNROLL
-    for (int i = 0; i < V; ++i) s += v[i] * x[i];
+    for (int i = 0; i < V; ++i)
+      s += v[i] * x[i];
     return s;
   }
 };
@@ -423,7 +434,7 @@ struct DecF16 {
     uint32_t w[4];
     std::memcpy(w, b, 16);
 #endif
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[2 * i] = half_to_float(static_cast<uint16_t>(w[i]));
       v[2 * i + 1] = half_to_float(static_cast<uint16_t>(w[i] >> 16));
@@ -437,7 +448,8 @@ QC_UNROLL
     decode(b, part, v);
     float s = 0.0f;
     QC_UNROLL
-    for (int i = 0; i < V; ++i) s += v[i] * x[i];
+    for (int i = 0; i < V; ++i)
+      s += v[i] * x[i];
     return s;
   }
 };
@@ -454,7 +466,7 @@ struct DecBF16 {
     uint32_t w[4];
     std::memcpy(w, b, 16);
 #endif
-QC_UNROLL
+    QC_UNROLL
     for (int i = 0; i < 4; ++i) {
       v[2 * i] = bf16_to_float(static_cast<uint16_t>(w[i]));
       v[2 * i + 1] = bf16_to_float(static_cast<uint16_t>(w[i] >> 16));
@@ -468,7 +480,8 @@ QC_UNROLL
     decode(b, part, v);
     float s = 0.0f;
     QC_UNROLL
-    for (int i = 0; i < V; ++i) s += v[i] * x[i];
+    for (int i = 0; i < V; ++i)
+      s += v[i] * x[i];
     return s;
   }
 };

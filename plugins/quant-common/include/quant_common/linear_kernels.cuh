@@ -43,7 +43,8 @@ __device__ __forceinline__ void store_y(void *y, int64_t i, float v, bool f16) {
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
@@ -79,7 +80,8 @@ template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, i
   return true;
 }
 
-template <class D, int NT> __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
+template <class D, int NT>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
   if (row >= p.rows) return;
@@ -95,7 +97,8 @@ template <class D, int NT> __global__ void __launch_bounds__(kGemvWarps * 32) ge
     const uint8_t *w = q.w + row * p.row_bytes;
     float acc[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+    for (int t = 0; t < NT; ++t)
+      acc[t] = 0.0f;
 #pragma unroll 2
     for (int64_t i = lane; i < n_parts; i += 32) {
       const int64_t blk = i / D::PARTS;
@@ -138,17 +141,20 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
     Problem q;
     if (!resolve<NT>(p, prob, q)) return;
     if (q.bad_expert) {
-      if (lane < R && row0 + lane < p.rows) store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
+      if (lane < R && row0 + lane < p.rows)
+        store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
       continue;
     }
     const uint8_t *w[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) w[r] = q.w + min(row0 + r, p.rows - 1) * p.row_bytes; // tail rows: computed, not stored
+    for (int r = 0; r < R; ++r)
+      w[r] = q.w + min(row0 + r, p.rows - 1) * p.row_bytes; // tail rows: computed, not stored
     float acc[R][NT];
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+      for (int t = 0; t < NT; ++t)
+        acc[r][t] = 0.0f;
 #pragma unroll 2
     for (int64_t i = lane; i < n_parts; i += 32) {
       const int64_t blk = i / D::PARTS;
@@ -161,11 +167,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
           xs[4 * g] = xv.x, xs[4 * g + 1] = xv.y, xs[4 * g + 2] = xv.z, xs[4 * g + 3] = xv.w;
         }
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[r][0] += D::dot(w[r] + blk * D::BYTES, part, xs);
+        for (int r = 0; r < R; ++r)
+          acc[r][0] += D::dot(w[r] + blk * D::BYTES, part, xs);
       } else { // several tokens: decode each row once, reuse it for every token
         float v[R][D::V];
 #pragma unroll
-        for (int r = 0; r < R; ++r) D::decode(w[r] + blk * D::BYTES, part, v[r]);
+        for (int r = 0; r < R; ++r)
+          D::decode(w[r] + blk * D::BYTES, part, v[r]);
 #pragma unroll
         for (int g = 0; g < D::V / 4; ++g) {
           const int64_t s = blk * D::QK + D::start(part, g);
@@ -175,8 +183,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
               const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
 #pragma unroll
               for (int r = 0; r < R; ++r)
-                acc[r][t] +=
-                    v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z + v[r][4 * g + 3] * xv.w;
+                acc[r][t] += v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z +
+                             v[r][4 * g + 3] * xv.w;
             }
           }
         }
@@ -187,7 +195,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const float sum = warp_sum(acc[r][t]);
-        if (lane == 0 && t < q.ntok && row0 + r < p.rows) store_y(p.y, q.y_off + t * p.rows + row0 + r, sum, p.y_f16);
+        if (lane == 0 && t < q.ntok && row0 + r < p.rows)
+          store_y(p.y, q.y_off + t * p.rows + row0 + r, sum, p.y_f16);
       }
   }
 }
@@ -203,7 +212,8 @@ template <class D> __global__ void dequant_kernel(const DequantParams p) {
     float v[D::V];
     if (src < 0 || src >= p.n_src_rows) {
 #pragma unroll
-      for (int k = 0; k < D::V; ++k) v[k] = __int_as_float(0x7fc00000);
+      for (int k = 0; k < D::V; ++k)
+        v[k] = __int_as_float(0x7fc00000);
     } else {
       D::decode(p.w + src * p.row_bytes + blk * D::BYTES, part, v);
     }
@@ -233,7 +243,8 @@ template <class D> __global__ void gemv_scalar_kernel(const GemvParams p) {
   const uint8_t *w = p.w + row * p.row_bytes;
   for (int64_t t = blockIdx.y; t < p.n_tokens; t += gridDim.y) {
     float acc = 0.0f;
-    for (int64_t c = lane; c < p.cols; c += 32) acc += D::scalar(w, c) * load_x1(p.x, t * p.cols + c, p.x_f16);
+    for (int64_t c = lane; c < p.cols; c += 32)
+      acc += D::scalar(w, c) * load_x1(p.x, t * p.cols + c, p.x_f16);
     acc = warp_sum(acc);
     if (lane == 0) store_y(p.y, t * p.rows + row, acc, p.y_f16);
   }
@@ -244,13 +255,15 @@ template <class D> __global__ void dequant_scalar_kernel(const DequantParams p) 
   if (c >= p.cols) return;
   for (int64_t r = blockIdx.y; r < p.n_rows; r += gridDim.y) {
     const int64_t src = p.ids ? p.ids[r] : p.row0 + r;
-    const float v = (src < 0 || src >= p.n_src_rows) ? __int_as_float(0x7fc00000)
-                                                      : D::scalar(p.w + src * p.row_bytes, c);
+    const float v =
+        (src < 0 || src >= p.n_src_rows) ? __int_as_float(0x7fc00000) : D::scalar(p.w + src * p.row_bytes, c);
     store_y(p.out, r * p.cols + c, v, p.out_f16);
   }
 }
 
-inline unsigned grid_y(int64_t n) { return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY))); }
+inline unsigned grid_y(int64_t n) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY)));
+}
 
 // Which GEMV kernel runs: 1 (default) = one row per warp, the variant validated on the H100;
 // 2 = R rows per warp (gemv_multirow_kernel), faster by design but not yet validated on a device.
@@ -263,7 +276,8 @@ inline int gemv_variant() {
   return v;
 }
 
-template <class D, int NT, int R> void launch_multirow(const GemvParams &p, dim3 grid_rows_y, cudaStream_t s) {
+template <class D, int NT, int R>
+void launch_multirow(const GemvParams &p, dim3 grid_rows_y, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps * R - 1) / (kGemvWarps * R)), grid_rows_y.y);
   gemv_multirow_kernel<D, NT, R><<<grid, kGemvWarps * 32, 0, s>>>(p);
 }
@@ -312,7 +326,11 @@ template <class D> TypeOps make_type_ops() {
 
 // Plain types (F32/F16/BF16) also get the element-wise kernels for rows not a multiple of 8.
 template <class D> TypeOps make_plain_type_ops() {
-  return TypeOps{D::kType, D::QK, &launch_gemv<D>, &launch_dequant<D>, &launch_gemv_scalar<D>,
+  return TypeOps{D::kType,
+                 D::QK,
+                 &launch_gemv<D>,
+                 &launch_dequant<D>,
+                 &launch_gemv_scalar<D>,
                  &launch_dequant_scalar<D>};
 }
 

@@ -22,7 +22,8 @@ inline std::vector<uint8_t> random_blocks(uint32_t type, int64_t rows, int64_t c
     const uint64_t r = rng();
     std::memcpy(&out[i], &r, 8);
   }
-  for (size_t i = out.size() / 8 * 8; i < out.size(); ++i) out[i] = static_cast<uint8_t>(rng());
+  for (size_t i = out.size() / 8 * 8; i < out.size(); ++i)
+    out[i] = static_cast<uint8_t>(rng());
 
   std::uniform_real_distribution<float> mag(0.5f, 1.5f);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -42,7 +43,8 @@ inline std::vector<uint8_t> random_blocks(uint32_t type, int64_t rows, int64_t c
     }
     return out;
   case wo::ggml::F16:
-    for (uint64_t i = 0; i < n; ++i) put_half(&out[2 * i], normal(rng));
+    for (uint64_t i = 0; i < n; ++i)
+      put_half(&out[2 * i], normal(rng));
     return out;
   case wo::ggml::BF16:
     for (uint64_t i = 0; i < n; ++i) {

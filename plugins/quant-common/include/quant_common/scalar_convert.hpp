@@ -58,8 +58,8 @@ QC_HD uint16_t float_to_half(float f) {
   const uint32_t absu = u & 0x7fffffffu;
   if (absu >= 0x7f800000u) return static_cast<uint16_t>(sign | (absu > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (absu >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // rounds past 65504
-  if (absu < 0x38800000u) {                                                // half subnormal or zero
-    if (absu < 0x33000000u) return sign;                                   // below half of 2^-24
+  if (absu < 0x38800000u) {                                              // half subnormal or zero
+    if (absu < 0x33000000u) return sign;                                 // below half of 2^-24
     const uint32_t exp = absu >> 23;
     const uint32_t mant = (absu & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126u - exp; // 14..24
