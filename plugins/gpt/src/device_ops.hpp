@@ -63,7 +63,9 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
 // Routing trace (gpt-oss, debug mode): one blob per layer and forward call, whatever the chunking.
 bool routing_trace_enabled(const Instance &inst);
 void begin_routing_trace(Instance &inst);
-void record_routing(Instance &inst, const int32_t *ids, int64_t count, int64_t il, cudaStream_t stream);
+enum class RoutingTrace { Chosen, PreBias };
+void record_routing(Instance &inst, RoutingTrace which, const int32_t *ids, int64_t count, int64_t il,
+                    cudaStream_t stream);
 void end_routing_trace(Instance &inst);
 
 // KV cache of layer il.

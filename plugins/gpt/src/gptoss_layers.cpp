@@ -74,10 +74,16 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
             "post_attention_norm", il);
     ops.linear(w.ffn_gate_inp, b.h, b.router, m);
+    const bool tracing = routing_trace_enabled(inst);
+    if (tracing) { // debug: the pre-bias top-k, in the buffers the real selection overwrites next
+      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
+              "router top-k (pre-bias trace)", il);
+      record_routing(inst, RoutingTrace::PreBias, b.ids, m * K, il, s);
+    }
     cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
     cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s), "router top-k",
             il);
-    if (routing_trace_enabled(inst)) record_routing(inst, b.ids, m * K, il, s);
+    if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
     cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s), "expert gate bias",
             il);

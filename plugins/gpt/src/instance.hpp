@@ -30,9 +30,11 @@ struct Instance {
   int64_t n_batch;
   Session session;
   std::string error;
-  // Debug mode only (host->trace_enabled): per layer, the chosen expert ids of every token of the
-  // current forward call, handed to host->trace as one "routing.L<layer>" blob per call.
-  std::vector<std::vector<int32_t>> routing_trace;
+  // Debug mode only (host->trace_enabled): per layer, the expert ids of every token of the current
+  // forward call, handed to host->trace once per call: "routing.L<layer>" = the experts chosen
+  // (top-k of the router logits with their bias), "routing_prebias.L<layer>" = the top-k of the
+  // router logits before the bias is added (what the fixtures' reference.json records).
+  std::vector<std::vector<int32_t>> routing_trace, routing_prebias_trace;
 };
 
 // Allocate KV cache + scratch for n_ctx tokens. On failure frees what it took and throws

@@ -156,21 +156,30 @@ TEST_F(GptForwardGpu, GptOssTracesTheReferenceRouting) {
   run.forward(std::vector<int32_t>(toks.begin(), toks.begin() + 8), 0, 0); // prefill 8
   for (size_t p = 8; p < toks.size(); ++p) run.forward({toks[p]}, static_cast<int64_t>(p), 0);
   const size_t K = static_cast<size_t>(m.n_expert_used);
-  int compared = 0;
-  for (int64_t il = 0; il < m.n_layer; ++il) {
-    const auto &calls = run.host.traces["routing.L" + std::to_string(il)];
-    ASSERT_EQ(calls.size(), 1u + (toks.size() - 8)) << "one trace per forward call, layer " << il;
-    std::vector<int32_t> ids;
-    for (const auto &c : calls) ids.insert(ids.end(), c.begin(), c.end());
-    ASSERT_EQ(ids.size(), toks.size() * K);
-    for (size_t t = 0; t < toks.size(); ++t) {
-      if (ref.router_gap[size_t(il)][t] < 1e-3) continue; // a near-tie may legitimately flip
-      ++compared;
-      for (size_t k = 0; k < K; ++k)
-        EXPECT_EQ(ids[t * K + k], ref.experts[size_t(il)][t][k]) << "layer " << il << " token " << t << " slot " << k;
+  // routing.L*: the experts chosen (biased router logits); routing_prebias.L*: top-k before the bias.
+  for (const bool prebias : {false, true}) {
+    const auto &want = prebias ? ref.experts_prebias : ref.experts;
+    const auto &gaps = prebias ? ref.router_gap_prebias : ref.router_gap;
+    int compared = 0;
+    for (int64_t il = 0; il < m.n_layer; ++il) {
+      const std::string name = (prebias ? "routing_prebias.L" : "routing.L") + std::to_string(il);
+      const auto &calls = run.host.traces[name];
+      ASSERT_EQ(calls.size(), 1u + (toks.size() - 8)) << "one trace per forward call: " << name;
+      std::vector<int32_t> ids;
+      for (const auto &c : calls) ids.insert(ids.end(), c.begin(), c.end());
+      ASSERT_EQ(ids.size(), toks.size() * K) << name;
+      for (size_t t = 0; t < toks.size(); ++t) {
+        if (gaps[size_t(il)][t] < 1e-3) continue; // a near-tie may legitimately flip
+        ++compared;
+        for (size_t k = 0; k < K; ++k)
+          EXPECT_EQ(ids[t * K + k], want[size_t(il)][t][k]) << name << " token " << t << " slot " << k;
+      }
     }
+    EXPECT_GE(compared, int(toks.size() * m.n_layer) - 3);
   }
-  EXPECT_GE(compared, int(toks.size() * m.n_layer) - 3);
+  // The bias matters in this model: the two selections differ somewhere (else the test above
+  // could not tell them apart).
+  EXPECT_NE(ref.experts, ref.experts_prebias);
 }
 
 TEST_F(GptForwardGpu, SessionMemoryIsReturned) {

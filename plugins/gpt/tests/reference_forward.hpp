@@ -16,6 +16,9 @@ struct ReferenceRun {
   std::vector<std::vector<float>> logits;                // [token][n_vocab]
   std::vector<std::vector<std::vector<int32_t>>> experts; // [layer][token][k] (gpt-oss)
   std::vector<std::vector<double>> router_gap;            // [layer][token]: k-th minus (k+1)-th logit
+  // The same for the router logits before their bias (what the fixtures' reference.json records).
+  std::vector<std::vector<std::vector<int32_t>>> experts_prebias;
+  std::vector<std::vector<double>> router_gap_prebias;
 };
 
 class ReferenceForward {
@@ -26,6 +29,8 @@ public:
     ReferenceRun out;
     out.experts.resize(static_cast<size_t>(m_.n_layer));
     out.router_gap.resize(static_cast<size_t>(m_.n_layer));
+    out.experts_prebias.resize(static_cast<size_t>(m_.n_layer));
+    out.router_gap_prebias.resize(static_cast<size_t>(m_.n_layer));
     const size_t L = static_cast<size_t>(m_.n_layer);
     std::vector<std::vector<Vec>> kc(L), vc(L); // [layer][pos] K / V rows
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -157,9 +162,20 @@ private:
       }
   }
 
+  // The k largest logits in descending order (ties: lower index), and the k-th minus (k+1)-th gap.
+  void top_k(const Vec &r, std::vector<std::vector<int32_t>> &ids, std::vector<double> &gap) const {
+    const size_t K = static_cast<size_t>(m_.n_expert_used);
+    std::vector<int32_t> order(r.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return r[size_t(a)] > r[size_t(c)]; });
+    gap.push_back(order.size() > K ? r[size_t(order[K - 1])] - r[size_t(order[K])] : 1e9);
+    order.resize(K);
+    ids.push_back(order);
+  }
+
   void oss_layer(const std::string &b, size_t il, int64_t pos, Vec &x, std::vector<Vec> &kc, std::vector<Vec> &vc,
                  ReferenceRun &out) const {
-    const int64_t hd = m_.head_dim, group = m_.n_head / m_.n_head_kv, K = m_.n_expert_used;
+    const int64_t hd = m_.head_dim, group = m_.n_head / m_.n_head_kv;
     Vec h = rms_norm(x, m_.w(b + "attn_norm.weight"));
     Vec q = matvec(m_.w(b + "attn_q.weight"), h), k = matvec(m_.w(b + "attn_k.weight"), h),
         v = matvec(m_.w(b + "attn_v.weight"), h);
@@ -184,14 +200,10 @@ private:
 
     h = rms_norm(x, m_.w(b + "post_attention_norm.weight"));
     Vec r = matvec(m_.w(b + "ffn_gate_inp.weight"), h);
+    top_k(r, out.experts_prebias[il], out.router_gap_prebias[il]);
     add_into(r, vec(m_.w(b + "ffn_gate_inp.bias")));
-    std::vector<int32_t> order(r.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return r[size_t(a)] > r[size_t(c)]; });
-    order.resize(static_cast<size_t>(K + 1 <= m_.n_expert ? K + 1 : K));
-    out.router_gap[il].push_back(order.size() > size_t(K) ? r[size_t(order[size_t(K - 1)])] - r[size_t(order[size_t(K)])] : 1e9);
-    order.resize(static_cast<size_t>(K));
-    out.experts[il].push_back(order);
+    top_k(r, out.experts[il], out.router_gap[il]);
+    const std::vector<int32_t> &order = out.experts[il].back();
     double mx = r[size_t(order[0])], den = 0;
     for (int32_t e : order) den += std::exp(r[size_t(e)] - mx);
     for (int32_t e : order) {
