@@ -95,12 +95,14 @@ int parse_args(int argc, char **argv, RunArgs &a) {
       continue;
     }
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "run: %s: expected a value after it, found the end of the command line\n", k.c_str());
+      std::fprintf(stderr, "run: %s: expected a value after it, found the end of the command line\n",
+                   k.c_str());
       return 1;
     }
     std::string v = argv[++i];
     int64_t n = 0;
-    if (k == "--model") a.engine.model = v;
+    if (k == "--model")
+      a.engine.model = v;
     else if (k == "--prompt") {
       a.prompt = v;
       a.have_prompt = true;
@@ -109,9 +111,12 @@ int parse_args(int argc, char **argv, RunArgs &a) {
       a.have_ids = true;
     } else if (k == "--n") {
       if (!parse_int(k, v, 0, 1 << 20, a.n)) return 1;
-    } else if (k == "--logits-out") a.logits_out = v;
-    else if (k == "--plugin-dir") a.engine.plugin_dir = v;
-    else if (k == "--tokenizer-json") a.engine.tokenizer_json = v;
+    } else if (k == "--logits-out")
+      a.logits_out = v;
+    else if (k == "--plugin-dir")
+      a.engine.plugin_dir = v;
+    else if (k == "--tokenizer-json")
+      a.engine.tokenizer_json = v;
     else if (k == "--gpu-device") {
       if (!parse_int(k, v, 0, 1023, n)) return 1;
       a.engine.gpu_device = static_cast<int>(n);
@@ -149,19 +154,23 @@ int32_t argmax(const float *v, int64_t n) {
 
 std::vector<std::pair<int32_t, float>> top_k(const std::vector<float> &v, size_t k) {
   std::vector<int32_t> idx(v.size());
-  for (size_t i = 0; i < v.size(); ++i) idx[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < v.size(); ++i)
+    idx[i] = static_cast<int32_t>(i);
   k = std::min(k, v.size());
   std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
                     [&](int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
   std::vector<std::pair<int32_t, float>> out;
-  for (size_t i = 0; i < k; ++i) out.emplace_back(idx[i], v[idx[i]]);
+  for (size_t i = 0; i < k; ++i)
+    out.emplace_back(idx[i], v[idx[i]]);
   return out;
 }
 
-void write_ids(rapidjson::Writer<rapidjson::StringBuffer> &w, const char *key, const std::vector<int32_t> &ids) {
+void write_ids(rapidjson::Writer<rapidjson::StringBuffer> &w, const char *key,
+               const std::vector<int32_t> &ids) {
   w.Key(key);
   w.StartArray();
-  for (int32_t id : ids) w.Int(id);
+  for (int32_t id : ids)
+    w.Int(id);
   w.EndArray();
 }
 
@@ -181,9 +190,9 @@ int run_main(int argc, char **argv) {
     if (prompt.empty()) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "--prompt: the text encodes to no tokens");
     const int64_t need = static_cast<int64_t>(prompt.size()) + std::max<int64_t>(a.n, 1);
     if (need > engine.info().n_ctx)
-      throw wo::Error(WO_ERR_INVALID_ARGUMENT, "prompt (" + std::to_string(prompt.size()) + " tokens) + --n " +
-                                                   std::to_string(a.n) + " exceeds the context of " +
-                                                   std::to_string(engine.info().n_ctx) + " tokens");
+      throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                      "prompt (" + std::to_string(prompt.size()) + " tokens) + --n " + std::to_string(a.n) +
+                          " exceeds the context of " + std::to_string(engine.info().n_ctx) + " tokens");
     engine.begin_session(need);
 
     // Prompt in n_batch chunks with every position's logits: argmax per position.
@@ -194,14 +203,17 @@ int run_main(int argc, char **argv) {
       const int64_t chunk = std::min<int64_t>(n_batch, static_cast<int64_t>(prompt.size()) - pos);
       engine.forward(prompt.data() + pos, chunk, pos, true);
       std::vector<float> rows = engine.all_logits_host();
-      for (int64_t r = 0; r < chunk; ++r) argmax_pos.push_back(argmax(rows.data() + r * n_vocab, n_vocab));
+      for (int64_t r = 0; r < chunk; ++r)
+        argmax_pos.push_back(argmax(rows.data() + r * n_vocab, n_vocab));
       last.assign(rows.end() - n_vocab, rows.end());
     }
     if (!a.logits_out.empty()) {
       std::ofstream f(a.logits_out, std::ios::binary);
-      f.write(reinterpret_cast<const char *>(last.data()), static_cast<std::streamsize>(last.size() * sizeof(float)));
-      if (!f) throw wo::Error(WO_ERR_IO, "--logits-out '" + a.logits_out + "': cannot write " +
-                                             std::to_string(last.size() * sizeof(float)) + " bytes");
+      f.write(reinterpret_cast<const char *>(last.data()),
+              static_cast<std::streamsize>(last.size() * sizeof(float)));
+      if (!f)
+        throw wo::Error(WO_ERR_IO, "--logits-out '" + a.logits_out + "': cannot write " +
+                                       std::to_string(last.size() * sizeof(float)) + " bytes");
     }
     const auto top5 = top_k(last, 5);
 
@@ -239,17 +251,20 @@ int run_main(int argc, char **argv) {
     } else {
       auto print_ids = [](const char *label, const std::vector<int32_t> &v) {
         std::printf("%s:", label);
-        for (int32_t id : v) std::printf(" %d", id);
+        for (int32_t id : v)
+          std::printf(" %d", id);
         std::printf("\n");
       };
       print_ids("prompt_ids", prompt);
       print_ids("argmax_per_position", argmax_pos);
       std::printf("top5:");
-      for (const auto &[id, logit] : top5) std::printf(" %d:%.4f", id, static_cast<double>(logit));
+      for (const auto &[id, logit] : top5)
+        std::printf(" %d:%.4f", id, static_cast<double>(logit));
       std::printf("\n");
       print_ids("ids", ids);
       std::string text;
-      for (int32_t id : ids) text += engine.token_bytes(id);
+      for (int32_t id : ids)
+        text += engine.token_bytes(id);
       std::printf("text: %s\n", text.c_str());
     }
     return 0;

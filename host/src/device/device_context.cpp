@@ -27,8 +27,8 @@ DeviceContext::DeviceContext(int index, VramAccountant &vram) : vram_(vram) {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     throw Error(WO_ERR_NO_DEVICE, "--gpu-device " + std::to_string(index) +
-                                      ": expected a CUDA device, found none (" + cudaGetErrorName(err) + ": " +
-                                      cudaGetErrorString(err) + ")");
+                                      ": expected a CUDA device, found none (" + cudaGetErrorName(err) +
+                                      ": " + cudaGetErrorString(err) + ")");
   }
   if (index < 0 || index >= n)
     throw Error(WO_ERR_INVALID_ARGUMENT, "--gpu-device " + std::to_string(index) + ": expected 0.." +
@@ -56,13 +56,14 @@ DeviceContext::DeviceContext(int index, VramAccountant &vram) : vram_(vram) {
   err = kernel_image_available();
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
-    throw Error(WO_ERR_UNSUPPORTED, describe(props_) + ": this build has no device code for sm_" +
-                                        std::to_string(prop.major) + std::to_string(prop.minor) +
-                                        " (rebuild with CMAKE_CUDA_ARCHITECTURES including it): " +
-                                        cudaGetErrorName(err));
+    throw Error(WO_ERR_UNSUPPORTED,
+                describe(props_) + ": this build has no device code for sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) +
+                    " (rebuild with CMAKE_CUDA_ARCHITECTURES including it): " + cudaGetErrorName(err));
   }
 
-  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), describe(props_) + ": cudaStreamCreate");
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+             describe(props_) + ": cudaStreamCreate");
 }
 
 void DeviceContext::create_cublas() {
@@ -70,7 +71,8 @@ void DeviceContext::create_cublas() {
   try {
     cublas_check(cublasCreate(&cublas_), describe(props_) + ": cublasCreate");
     cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
-    wo_status st = vram_.alloc(kCublasWorkspaceBytes, WO_VRAM_SCRATCH, &cublas_workspace_, "cublas workspace");
+    wo_status st =
+        vram_.alloc(kCublasWorkspaceBytes, WO_VRAM_SCRATCH, &cublas_workspace_, "cublas workspace");
     if (st != WO_OK) throw Error(st, describe(props_) + ": " + vram_.last_error());
     cublas_check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes), "cublasSetWorkspace");
   } catch (...) {

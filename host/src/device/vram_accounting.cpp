@@ -25,7 +25,8 @@ wo_status VramAccountant::alloc(size_t bytes, wo_vram_kind kind, void **out, con
   }
   *out = nullptr;
   if (kind < 0 || kind >= kVramKinds) {
-    last_error_ = "vram_alloc: kind " + std::to_string(kind) + " is not one of WO_VRAM_WEIGHTS/KV_CACHE/SCRATCH";
+    last_error_ =
+        "vram_alloc: kind " + std::to_string(kind) + " is not one of WO_VRAM_WEIGHTS/KV_CACHE/SCRATCH";
     return WO_ERR_INVALID_ARGUMENT;
   }
   if (bytes == 0) return WO_OK;
@@ -69,9 +70,11 @@ bool VramAccountant::free(void *ptr) {
 
 void VramAccountant::free_all() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto &kv : live_) cudaFree(kv.first);
+  for (auto &kv : live_)
+    cudaFree(kv.first);
   live_.clear();
-  for (int k = 0; k < kVramKinds; ++k) stats_.current[k] = 0;
+  for (int k = 0; k < kVramKinds; ++k)
+    stats_.current[k] = 0;
   stats_.total_current = 0;
   stats_.allocations = 0;
 }

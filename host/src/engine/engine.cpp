@@ -20,7 +20,8 @@ using wo::plugins::Registry;
 namespace {
 
 std::string status_text(const char *what, wo_status st, const char *detail) {
-  return std::string(what) + ": " + wo::status_name(st) + (detail && *detail ? std::string(": ") + detail : "");
+  return std::string(what) + ": " + wo::status_name(st) +
+         (detail && *detail ? std::string(": ") + detail : "");
 }
 
 // "Q4_K_M" from general.file_type; else the most common quantized tensor type.
@@ -67,7 +68,8 @@ void Engine::Impl::select_plugins() {
       std::string detail = tok_inst && tok->last_error ? tok->last_error(tok_inst) : "";
       if (tok_inst) tok->destroy(tok_inst);
       tok_inst = nullptr;
-      throw Error(st, status_text((std::string("tokenizer '") + tp->name + "' create").c_str(), st, detail.c_str()));
+      throw Error(
+          st, status_text((std::string("tokenizer '") + tp->name + "' create").c_str(), st, detail.c_str()));
     }
   } catch (const Error &e) {
     throw Error(e.status(), e.what() + ctx);
@@ -137,7 +139,8 @@ void Engine::Impl::start_residency_monitor() {
   resident = weights->resident_blocks();
   const int device = dev->props().index;
   auto r = wo::device::check_residency(resident, device);
-  if (!r.ok) throw Error(WO_ERR_CUDA, "model '" + opts.model + "': residency check after upload: " + r.failure);
+  if (!r.ok)
+    throw Error(WO_ERR_CUDA, "model '" + opts.model + "': residency check after upload: " + r.failure);
   wo::observe::info("residency_check", {{"ok", true}, {"checked", r.checked}});
   {
     std::lock_guard<std::mutex> lock(residency_mu);
@@ -163,7 +166,8 @@ std::string Engine::Impl::arch_error() const {
     const char *m = arch->last_error(arch_inst);
     if (m) s = m;
   }
-  if (!last_codec_error.empty()) s += (s.empty() ? "" : " (codec: ") + last_codec_error + (s.empty() ? "" : ")");
+  if (!last_codec_error.empty())
+    s += (s.empty() ? "" : " (codec: ") + last_codec_error + (s.empty() ? "" : ")");
   return s;
 }
 
@@ -244,8 +248,8 @@ void Engine::Impl::unload() {
   scratch_bytes = 0;
   if (weights) weights->release(vram);
   resident.clear();
-  dev.reset();      // cuBLAS handle + workspace, stream
-  vram.free_all();  // anything a plugin forgot
+  dev.reset();     // cuBLAS handle + workspace, stream
+  vram.free_all(); // anything a plugin forgot
   weights.reset();
   file.reset();
   quant_by_type.clear();
@@ -376,15 +380,16 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
   auto &e = *impl_;
   e.require_loaded("forward");
   const std::string where = "forward(n " + std::to_string(n) + ", pos " + std::to_string(pos) + ")";
-  if (!e.session_open) throw Error(WO_ERR_INVALID_ARGUMENT, where + ": no session (call begin_session first)");
+  if (!e.session_open)
+    throw Error(WO_ERR_INVALID_ARGUMENT, where + ": no session (call begin_session first)");
   if (n <= 0 || !ids) throw Error(WO_ERR_INVALID_ARGUMENT, where + ": expected n > 0 token ids");
   if (pos < 0 || pos + n > e.session_ctx)
-    throw Error(WO_ERR_INVALID_ARGUMENT, where + ": positions " + std::to_string(pos) + ".." +
-                                             std::to_string(pos + n - 1) + " outside the session's context of " +
-                                             std::to_string(e.session_ctx) + " tokens");
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                where + ": positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) +
+                    " outside the session's context of " + std::to_string(e.session_ctx) + " tokens");
   if (all_logits && n > e.opts.n_batch)
-    throw Error(WO_ERR_INVALID_ARGUMENT, where + ": all_logits needs n <= n_batch (" +
-                                             std::to_string(e.opts.n_batch) + ")");
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                where + ": all_logits needs n <= n_batch (" + std::to_string(e.opts.n_batch) + ")");
   if (!ids_on_device) {
     for (int64_t i = 0; i < n; ++i)
       if (ids[i] < 0 || ids[i] >= e.arch_plan.n_vocab)
@@ -395,7 +400,8 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
   e.last_codec_error.clear();
   for (int64_t done = 0; done < n;) {
     const int64_t chunk = std::min(n - done, e.opts.n_batch);
-    const uint32_t flags = (all_logits ? WO_FWD_LOGITS_ALL : 0u) | (ids_on_device ? WO_FWD_TOKENS_ON_DEVICE : 0u);
+    const uint32_t flags =
+        (all_logits ? WO_FWD_LOGITS_ALL : 0u) | (ids_on_device ? WO_FWD_TOKENS_ON_DEVICE : 0u);
     wo_status st = e.arch->forward(e.arch_inst, ids + done, chunk, pos + done, e.logits, flags);
     if (st != WO_OK) {
       e.logits_rows = 0;
@@ -434,8 +440,8 @@ std::vector<float> Engine::all_logits_host() const {
   e.require_loaded("all_logits_host");
   std::vector<float> out(static_cast<size_t>(e.logits_rows * e.arch_plan.n_vocab));
   if (!out.empty())
-    wo::device::cuda_check(cudaMemcpyAsync(out.data(), e.logits, out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                           e.dev->stream()),
+    wo::device::cuda_check(cudaMemcpyAsync(out.data(), e.logits, out.size() * sizeof(float),
+                                           cudaMemcpyDeviceToHost, e.dev->stream()),
                            "all_logits_host: cudaMemcpyAsync");
   synchronize();
   return out;
@@ -450,7 +456,9 @@ void Engine::synchronize() const {
 
 const wo_host *Engine::host() const { return &impl_->host; }
 
-const std::map<std::string, std::vector<std::vector<uint8_t>>> &Engine::traces() const { return impl_->traces; }
+const std::map<std::string, std::vector<std::vector<uint8_t>>> &Engine::traces() const {
+  return impl_->traces;
+}
 
 void Engine::clear_traces() {
   std::lock_guard<std::mutex> lock(impl_->trace_mu);

@@ -42,10 +42,10 @@ struct EngineOptions {
   // Session capacity in tokens. 0: the model's context length, capped by kv_cache_mb and
   // max_tokens_in (when those are non-zero).
   int64_t n_ctx = 0;
-  int64_t kv_cache_mb = 0;   // --kv-cache-size-mb: cap on the KV cache (0 = no cap)
-  int64_t max_tokens_in = 0; // --max-tokens-in: also caps n_ctx when non-zero (0 = no cap)
-  int64_t n_batch = 512;     // most tokens one forward call processes
-  uint64_t vram_budget_bytes = 0;     // cap on the VRAM plan (0 = free device memory only)
+  int64_t kv_cache_mb = 0;             // --kv-cache-size-mb: cap on the KV cache (0 = no cap)
+  int64_t max_tokens_in = 0;           // --max-tokens-in: also caps n_ctx when non-zero (0 = no cap)
+  int64_t n_batch = 512;               // most tokens one forward call processes
+  uint64_t vram_budget_bytes = 0;      // cap on the VRAM plan (0 = free device memory only)
   size_t upload_chunk_bytes = 1 << 20; // bounded upload chunk (pinned double buffer of this size)
   uint32_t arch_flags = 0;             // WO_ARCH_* (e.g. WO_ARCH_UNFUSED)
   bool trace = false;                  // record plugin traces (e.g. gpt-oss routing)
@@ -86,8 +86,8 @@ struct VramPlan {
 
 struct ResidencyReport {
   bool ok = true;
-  uint64_t checked = 0; // weight allocations inspected
-  std::string failure;  // first failure: tensor, what cudaPointerGetAttributes said
+  uint64_t checked = 0;       // weight allocations inspected
+  std::string failure;        // first failure: tensor, what cudaPointerGetAttributes said
   uint64_t periodic_runs = 0; // last_residency(): periodic checks done so far (0 = the load-time one)
 };
 

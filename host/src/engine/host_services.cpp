@@ -72,9 +72,9 @@ wo_status host_scratch(void *ctx, size_t bytes, void **out) {
   wo_status st = e.vram.alloc(want, WO_VRAM_SCRATCH, &e.scratch, "scratch");
   if (st != WO_OK) {
     *out = nullptr;
-    wo::observe::warn("vram_alloc_failed", {{"bytes", uint64_t{want}},
-                                            {"kind", std::string("scratch")},
-                                            {"error", e.vram.last_error()}});
+    wo::observe::warn(
+        "vram_alloc_failed",
+        {{"bytes", uint64_t{want}}, {"kind", std::string("scratch")}, {"error", e.vram.last_error()}});
     return st;
   }
   e.scratch_bytes = want;
@@ -119,8 +119,8 @@ wo_status host_gather_rows(void *ctx, const wo_tensor *w, const int32_t *ids, in
   });
 }
 
-wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots, void *y,
-                         wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots,
+                         void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
   auto &e = impl(ctx);
   const QuantRoute *q = nullptr;
   return codec_call(e, q, [&]() -> wo_status {
@@ -154,10 +154,11 @@ const QuantRoute &Engine::Impl::route(const wo_tensor *w, const char *op) const 
 }
 
 // The quant plugin has no linear_id: see linear_id_fallback.hpp.
-wo_status Engine::Impl::linear_id_fallback(const QuantRoute &q, const wo_tensor *w, const void *x, wo_dtype x_type,
-                                           int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
-                                           const int32_t *ids, int64_t n_slots) {
-  return linear_id_by_rows(&host, q.vt, dev->stream(), w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+wo_status Engine::Impl::linear_id_fallback(const QuantRoute &q, const wo_tensor *w, const void *x,
+                                           wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type,
+                                           int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+  return linear_id_by_rows(&host, q.vt, dev->stream(), w, x, x_type, x_slots, y, y_type, n_tokens, ids,
+                           n_slots);
 }
 
 void Engine::Impl::fill_host() {

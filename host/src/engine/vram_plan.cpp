@@ -49,7 +49,8 @@ void Engine::Impl::compute_plan() {
   int64_t ctx = opts.n_ctx > 0 ? opts.n_ctx : p.n_ctx_train;
   if (ctx <= 0) ctx = 4096; // a model without a context length: a conservative default
   if (opts.kv_cache_mb > 0 && p.kv_bytes_per_token > 0) {
-    const int64_t cap = static_cast<int64_t>(static_cast<uint64_t>(opts.kv_cache_mb) * kMiB / p.kv_bytes_per_token);
+    const int64_t cap =
+        static_cast<int64_t>(static_cast<uint64_t>(opts.kv_cache_mb) * kMiB / p.kv_bytes_per_token);
     if (cap < 1)
       throw Error(WO_ERR_INVALID_ARGUMENT, "--kv-cache-size-mb " + std::to_string(opts.kv_cache_mb) +
                                                ": too small for one token of '" + model + "' (needs " +
@@ -62,14 +63,15 @@ void Engine::Impl::compute_plan() {
   cfg.n_ctx = n_ctx;
   arch_plan = wo_arch_plan{};
   arch_plan.struct_size = sizeof(arch_plan);
-  wo::check(arch->plan(&host, &cfg, &arch_plan), "model '" + model + "': architecture plan() for n_ctx " +
-                                                     std::to_string(n_ctx));
+  wo::check(arch->plan(&host, &cfg, &arch_plan),
+            "model '" + model + "': architecture plan() for n_ctx " + std::to_string(n_ctx));
 
   plan = VramPlan{};
   plan.weights = weights->arena_bytes();
   plan.kv_cache = arch_plan.kv_bytes_per_token * static_cast<uint64_t>(n_ctx);
   plan.scratch = arch_plan.scratch_bytes;
-  plan.logits = static_cast<uint64_t>(opts.n_batch) * static_cast<uint64_t>(arch_plan.n_vocab) * sizeof(float);
+  plan.logits =
+      static_cast<uint64_t>(opts.n_batch) * static_cast<uint64_t>(arch_plan.n_vocab) * sizeof(float);
   plan.margin = wo::device::DeviceContext::kCublasWorkspaceBytes + kHeadroomBytes;
 
   const auto mem = dev->mem_info();
@@ -95,8 +97,8 @@ void Engine::Impl::compute_plan() {
                                           std::to_string(opts.vram_budget_bytes) + " bytes, free " +
                                           std::to_string(mem.free_bytes) + " bytes on " + where);
   if (need > mem.free_bytes)
-    throw Error(WO_ERR_OUT_OF_MEMORY, "VRAM plan does not fit: required " + std::to_string(need) + " bytes (" +
-                                          mib(need) + " MiB: " + breakdown + "), free " +
+    throw Error(WO_ERR_OUT_OF_MEMORY, "VRAM plan does not fit: required " + std::to_string(need) +
+                                          " bytes (" + mib(need) + " MiB: " + breakdown + "), free " +
                                           std::to_string(mem.free_bytes) + " bytes (" + mib(mem.free_bytes) +
                                           " MiB) on " + where);
   // Later allocations (sessions) stay inside the budget too.

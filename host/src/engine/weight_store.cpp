@@ -13,8 +13,7 @@ WeightStore::WeightStore(const wo::gguf::File &file) {
   offsets_.reserve(infos.size());
   for (const auto &t : infos) {
     auto [it, inserted] = by_name_.emplace(t.name, wo::gguf::to_wo_tensor(file, t));
-    if (!inserted)
-      throw Error(WO_ERR_FORMAT, file.source() + ": tensor '" + t.name + "' appears twice");
+    if (!inserted) throw Error(WO_ERR_FORMAT, file.source() + ": tensor '" + t.name + "' appears twice");
     it->second.name = it->first.c_str(); // point at the map's own copy of the name
     order_.push_back(&it->second);
     offsets_.push_back(arena_bytes_);
@@ -37,17 +36,17 @@ void WeightStore::upload(wo::device::VramAccountant &vram, wo::device::ChunkedUp
   for (size_t i = 0; i < order_.size(); ++i) {
     auto *t = const_cast<wo_tensor *>(order_[i]);
     t->data = base + offsets_[i];
-    up.upload(t->host_data, t->data, t->nbytes, "tensor '" + std::string(t->name) + "'",
-              [&](uint64_t done) {
-                if (on_bytes) on_bytes(before + done);
-              });
+    up.upload(t->host_data, t->data, t->nbytes, "tensor '" + std::string(t->name) + "'", [&](uint64_t done) {
+      if (on_bytes) on_bytes(before + done);
+    });
     before += t->nbytes;
   }
   up.finish();
 }
 
 void WeightStore::release(wo::device::VramAccountant &vram) {
-  for (const wo_tensor *t : order_) const_cast<wo_tensor *>(t)->data = nullptr;
+  for (const wo_tensor *t : order_)
+    const_cast<wo_tensor *>(t)->data = nullptr;
   if (arena_) vram.free(arena_);
   arena_ = nullptr;
 }

@@ -92,7 +92,8 @@ TEST(ChunkedUpload, RandomBytesSurviveTheRoundTrip) {
     for (size_t n : sizes) {
       SCOPED_TRACE("bytes " + std::to_string(n));
       std::vector<uint8_t> src(n);
-      for (auto &b : src) b = static_cast<uint8_t>(rng());
+      for (auto &b : src)
+        b = static_cast<uint8_t>(rng());
       const std::vector<uint8_t> expect = src;
       void *d = nullptr;
       ASSERT_EQ(v.alloc(n, WO_VRAM_WEIGHTS, &d), WO_OK);
@@ -124,7 +125,8 @@ TEST(Residency, DeviceMemoryPassesManagedAndHostFail) {
   ASSERT_EQ(cudaMallocManaged(&m, 1 << 16), cudaSuccess);
   ASSERT_EQ(cudaHostAlloc(&h, 1 << 16, cudaHostAllocDefault), cudaSuccess);
 
-  auto ok = wo::device::check_residency({{"a", d, 1 << 16}, {"b", static_cast<uint8_t *>(d) + 4096, 256}}, dev);
+  auto ok =
+      wo::device::check_residency({{"a", d, 1 << 16}, {"b", static_cast<uint8_t *>(d) + 4096, 256}}, dev);
   EXPECT_TRUE(ok.ok) << ok.failure;
   EXPECT_EQ(ok.checked, 2u);
 
@@ -154,11 +156,15 @@ TEST(Residency, MonitorRunsPeriodicallyAndReportsFailures) {
   std::atomic<int> failures{0};
   {
     wo::device::ResidencyMonitor mon(
-        std::chrono::milliseconds(10), [&] { return wo::device::check_residency({{"w", m, 4096}}, dev); },
+        std::chrono::milliseconds(10),
+        [&] {
+          return wo::device::check_residency({{"w", m, 4096}}, dev);
+        },
         [&](const wo::device::ResidencyResult &r) {
           if (!r.ok) ++failures;
         });
-    for (int i = 0; i < 200 && mon.runs() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 200 && mon.runs() < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_GE(mon.runs(), 3u);
   } // destruction stops the thread promptly
   EXPECT_GE(failures.load(), 3);

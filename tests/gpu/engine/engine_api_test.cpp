@@ -49,7 +49,8 @@ std::vector<int32_t> random_prompt(size_t n, int64_t vocab) {
   std::random_device rd;
   std::mt19937 rng(rd());
   std::vector<int32_t> p(n);
-  for (auto &t : p) t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3));
+  for (auto &t : p)
+    t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3));
   return p;
 }
 
@@ -168,7 +169,8 @@ TEST_F(EngineApi, SessionAndForwardBounds) {
   EXPECT_THROW(e.logits_host(1), wo::Error);
   auto l = e.logits_host();
   EXPECT_EQ(static_cast<int64_t>(l.size()), e.vocab_size());
-  for (float x : l) ASSERT_TRUE(std::isfinite(x));
+  for (float x : l)
+    ASSERT_TRUE(std::isfinite(x));
 }
 
 // The KV cache carries the sequence: feeding the prompt token by token ends with the same logits
@@ -238,7 +240,8 @@ TEST_F(EngineApi, MissingCodecIsAStartupErrorNamingTypeAndTensor) {
     EXPECT_NE(m.find("tensor '"), std::string::npos) << m;
   }
   EXPECT_EQ(e.vram().total_peak, 0u);
-  for (const char *so : {"llama.so", "tokenizer-bpe.so"}) unlink((dir + "/" + so).c_str());
+  for (const char *so : {"llama.so", "tokenizer-bpe.so"})
+    unlink((dir + "/" + so).c_str());
   rmdir(dir.c_str());
 }
 
@@ -248,7 +251,8 @@ TEST_F(EngineApi, TokenizerServicesAndNoTracesByDefault) {
   const auto ids = e.tokenize("hello world", true, false);
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), e.special_ids().bos) << "llama-tiny adds BOS";
-  for (int32_t id : ids) EXPECT_LT(id, e.vocab_size());
+  for (int32_t id : ids)
+    EXPECT_LT(id, e.vocab_size());
   EXPECT_TRUE(e.is_eog(e.special_ids().eos));
   EXPECT_FALSE(e.is_eog(ids.back()));
   e.begin_session(16);

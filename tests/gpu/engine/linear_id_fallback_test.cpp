@@ -55,7 +55,8 @@ TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
   const int64_t cols = 256, rows = 48, n_expert = 5, n_tokens = 3, n_slots = 2;
   const uint64_t row_bytes = cols / 32 * 34;
   std::vector<float> wf(static_cast<size_t>(cols * rows * n_expert));
-  for (auto &v : wf) v = normal(rng);
+  for (auto &v : wf)
+    v = normal(rng);
   std::vector<uint8_t> wq(row_bytes * rows * n_expert);
   ASSERT_EQ(q->quantize_rows(wo::ggml::Q8_0, wf.data(), rows * n_expert, cols, wq.data()), WO_OK);
   std::vector<float> wd(wf.size());
@@ -79,7 +80,8 @@ TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
   w.host_data = wq.data();
 
   std::vector<int32_t> ids(static_cast<size_t>(n_tokens * n_slots));
-  for (auto &id : ids) id = static_cast<int32_t>(rng() % n_expert);
+  for (auto &id : ids)
+    id = static_cast<int32_t>(rng() % n_expert);
   ASSERT_EQ(cudaMalloc(&d_ids, ids.size() * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const size_t y_count = static_cast<size_t>(n_tokens * n_slots * rows);
@@ -89,7 +91,8 @@ TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
   for (int64_t x_slots : {int64_t{1}, n_slots}) {
     SCOPED_TRACE("x_slots " + std::to_string(x_slots));
     std::vector<float> x(static_cast<size_t>(n_tokens * x_slots * cols));
-    for (auto &v : x) v = normal(rng);
+    for (auto &v : x)
+      v = normal(rng);
     ASSERT_EQ(cudaMemcpy(d_x, x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
 
     std::vector<double> ref(y_count);
@@ -100,14 +103,16 @@ TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
         for (int64_t r = 0; r < rows; ++r) {
           double acc = 0;
           const float *wr = &wd[static_cast<size_t>((ex * rows + r) * cols)];
-          for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(wr[c]) * xr[c];
+          for (int64_t c = 0; c < cols; ++c)
+            acc += static_cast<double>(wr[c]) * xr[c];
           ref[static_cast<size_t>((t * n_slots + k) * rows + r)] = acc;
         }
       }
 
     ASSERT_EQ(cudaMemset(d_y, 0xFF, y_count * 4), cudaSuccess); // NaN pattern: every output must be written
     ASSERT_EQ(wo::engine::linear_id_by_rows(e.host(), q, e.stream(), &w, d_x, WO_DTYPE_F32, x_slots, d_y,
-                                            WO_DTYPE_F32, n_tokens, static_cast<const int32_t *>(d_ids), n_slots),
+                                            WO_DTYPE_F32, n_tokens, static_cast<const int32_t *>(d_ids),
+                                            n_slots),
               WO_OK);
     std::vector<float> y_fb(y_count);
     ASSERT_EQ(cudaStreamSynchronize(e.stream()), cudaSuccess);
@@ -131,8 +136,8 @@ TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
   bad[3] = static_cast<int32_t>(n_expert);
   ASSERT_EQ(cudaMemcpy(d_ids, bad.data(), bad.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
   try {
-    wo::engine::linear_id_by_rows(e.host(), q, e.stream(), &w, d_x, WO_DTYPE_F32, 1, d_y, WO_DTYPE_F32, n_tokens,
-                                  static_cast<const int32_t *>(d_ids), n_slots);
+    wo::engine::linear_id_by_rows(e.host(), q, e.stream(), &w, d_x, WO_DTYPE_F32, 1, d_y, WO_DTYPE_F32,
+                                  n_tokens, static_cast<const int32_t *>(d_ids), n_slots);
     FAIL() << "expert id " << n_expert << " accepted";
   } catch (const wo::Error &err) {
     const std::string m = err.what();

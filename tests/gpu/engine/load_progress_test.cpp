@@ -29,7 +29,8 @@ Captured capture(uint64_t total, const std::vector<uint64_t> &steps) {
   });
   wo::engine::LoadProgress p("m.gguf", total);
   p.start();
-  for (uint64_t s : steps) p.advance(s);
+  for (uint64_t s : steps)
+    p.advance(s);
   p.finish();
   wo::observe::set_sink(nullptr);
   return c;
@@ -51,7 +52,8 @@ TEST(LoadProgress, RandomChunkingEmitsEveryThresholdOnceInOrder) {
     Captured c = capture(total, steps);
     ASSERT_EQ(c.percents, kAll) << "total " << total << ", " << steps.size() << " chunks";
     for (size_t i = 1; i + 1 < c.percents.size(); ++i)
-      EXPECT_GE(c.done[i] * 100, total * static_cast<uint64_t>(c.percents[i])) << "emitted before the bytes were there";
+      EXPECT_GE(c.done[i] * 100, total * static_cast<uint64_t>(c.percents[i]))
+          << "emitted before the bytes were there";
     EXPECT_EQ(c.done.back(), total);
   }
 }

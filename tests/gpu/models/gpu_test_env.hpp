@@ -20,7 +20,9 @@ inline std::string fixtures_dir() { return env_or("WORKER_FIXTURES_DIR", WORKER_
 inline std::string plugin_dir() { return env_or("WORKER_PLUGIN_DIR", WORKER_PLUGIN_DIR_DEFAULT); }
 inline std::string models_dir() { return env_or("WORKER_MODELS_DIR", fixtures_dir() + "/models"); }
 inline std::string reference_root() { return env_or("WORKER_REFERENCE_DIR", fixtures_dir() + "/reference"); }
-inline std::string worker_bin() { return env_or("WORKER_ORCD_BIN", std::string(WORKER_BUILD_DIR) + "/bin/worker-orcd"); }
+inline std::string worker_bin() {
+  return env_or("WORKER_ORCD_BIN", std::string(WORKER_BUILD_DIR) + "/bin/worker-orcd");
+}
 
 inline bool has_cuda_device() {
   int n = 0;
@@ -46,7 +48,7 @@ inline bool file_exists(const std::string &p) {
 
 } // namespace wo::testing
 
-#define WO_SKIP_WITHOUT_GPU()                                                                                  \
-  do {                                                                                                         \
-    if (!::wo::testing::has_cuda_device()) GTEST_SKIP() << "no CUDA device on this host";                     \
+#define WO_SKIP_WITHOUT_GPU()                                                                                \
+  do {                                                                                                       \
+    if (!::wo::testing::has_cuda_device()) GTEST_SKIP() << "no CUDA device on this host";                    \
   } while (0)

@@ -31,8 +31,8 @@
 namespace wo::testing {
 namespace {
 
-constexpr double kMaxRelL2 = 1e-2;        // last-position logits vs reference (issue 6)
-constexpr double kMarginFraction = 0.01;  // argmax compared where margin > 1% of the logits' std
+constexpr double kMaxRelL2 = 1e-2;          // last-position logits vs reference (issue 6)
+constexpr double kMarginFraction = 0.01;    // argmax compared where margin > 1% of the logits' std
 constexpr uint64_t kVramSlack = 1ull << 20; // after unload, free VRAM within 1 MiB of before
 
 struct ModelCase {
@@ -41,7 +41,8 @@ struct ModelCase {
 
 std::vector<ModelCase> discover() {
   std::vector<ModelCase> out;
-  for (const auto &d : reference_dirs(reference_root())) out.push_back({d});
+  for (const auto &d : reference_dirs(reference_root()))
+    out.push_back({d});
   if (out.empty()) out.push_back({"<none>"}); // one case that skips, naming where it looked
   return out;
 }
@@ -77,7 +78,8 @@ struct PromptRun {
   std::vector<int32_t> greedy;
 };
 
-PromptRun run_prompt(wo::engine::Engine &e, const std::vector<int32_t> &prompt, size_t n_greedy, int64_t n_batch) {
+PromptRun run_prompt(wo::engine::Engine &e, const std::vector<int32_t> &prompt, size_t n_greedy,
+                     int64_t n_batch) {
   PromptRun r;
   const int64_t nv = e.vocab_size();
   e.begin_session(static_cast<int64_t>(prompt.size() + n_greedy + 1));
@@ -85,7 +87,8 @@ PromptRun run_prompt(wo::engine::Engine &e, const std::vector<int32_t> &prompt, 
     const int64_t chunk = std::min<int64_t>(n_batch, static_cast<int64_t>(prompt.size()) - pos);
     e.forward(prompt.data() + pos, chunk, pos, true);
     std::vector<float> rows = e.all_logits_host();
-    for (int64_t i = 0; i < chunk; ++i) r.argmax_per_position.push_back(argmax(rows.data() + i * nv, nv));
+    for (int64_t i = 0; i < chunk; ++i)
+      r.argmax_per_position.push_back(argmax(rows.data() + i * nv, nv));
     r.last_logits.assign(rows.end() - nv, rows.end());
   }
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -108,7 +111,8 @@ protected:
     if (GetParam().ref_name == "<none>") GTEST_SKIP() << "no reference.json under " << reference_root();
     ref_ = load_reference(reference_root() + "/" + GetParam().ref_name);
     model_path_ = models_dir() + "/" + ref_.model_file;
-    if (!file_exists(model_path_)) GTEST_SKIP() << "model file absent: " << model_path_ << " (set WORKER_MODELS_DIR)";
+    if (!file_exists(model_path_))
+      GTEST_SKIP() << "model file absent: " << model_path_ << " (set WORKER_MODELS_DIR)";
   }
 
   wo::engine::EngineOptions options() const {
@@ -179,15 +183,16 @@ TEST_P(ModelReference, PromptsMatchReference) {
       const double margin = p.topk[i][0].second - p.topk[i][1].second;
       if (margin > kMarginFraction * p.logits_std) {
         ++compared;
-        EXPECT_EQ(r.argmax_per_position[i], p.topk[i][0].first) << "argmax at prompt position " << i
-                                                                << " (reference margin " << margin << ")";
+        EXPECT_EQ(r.argmax_per_position[i], p.topk[i][0].first)
+            << "argmax at prompt position " << i << " (reference margin " << margin << ")";
       } else if (r.argmax_per_position[i] != p.topk[i][0].first) {
         fragile.push_back(std::to_string(i) + " (margin " + std::to_string(margin) + ")");
       }
     }
-    std::printf("[ %s %s ] argmax compared at %zu/%zu positions; differing at fragile positions: %zu%s\n",
-                ref_.model_file.c_str(), p.name.c_str(), compared, p.tokens.size(), fragile.size(),
-                fragile.empty() ? "" : (" [" + fragile.front() + (fragile.size() > 1 ? ", ..." : "") + "]").c_str());
+    std::printf(
+        "[ %s %s ] argmax compared at %zu/%zu positions; differing at fragile positions: %zu%s\n",
+        ref_.model_file.c_str(), p.name.c_str(), compared, p.tokens.size(), fragile.size(),
+        fragile.empty() ? "" : (" [" + fragile.front() + (fragile.size() > 1 ? ", ..." : "") + "]").c_str());
 
     EXPECT_EQ(r.greedy, p.greedy) << "24-token greedy continuation";
 
@@ -284,7 +289,8 @@ TEST_P(ModelReference, CliRunJsonPrintsReferenceContinuation) {
   if (!file_exists(bin)) GTEST_SKIP() << "worker-orcd not found at " << bin << " (set WORKER_ORCD_BIN)";
   const auto &p = ref_.prompts.front();
   std::string ids;
-  for (size_t i = 0; i < p.tokens.size(); ++i) ids += (i ? "," : "") + std::to_string(p.tokens[i]);
+  for (size_t i = 0; i < p.tokens.size(); ++i)
+    ids += (i ? "," : "") + std::to_string(p.tokens[i]);
   const std::string cmd = "'" + bin + "' run --model '" + model_path_ + "' --plugin-dir '" + plugin_dir() +
                           "' --prompt-ids " + ids + " --n " + std::to_string(p.greedy.size()) +
                           " --n-ctx 512 --json 2>/dev/null";
@@ -292,14 +298,17 @@ TEST_P(ModelReference, CliRunJsonPrintsReferenceContinuation) {
   ASSERT_NE(f, nullptr);
   std::string out;
   char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  while (size_t n = fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
   ASSERT_EQ(pclose(f), 0) << cmd;
   rapidjson::Document d;
   d.Parse(out.c_str());
   ASSERT_FALSE(d.HasParseError()) << out;
-  for (const char *k : {"prompt_ids", "argmax_per_position", "top5", "ids"}) ASSERT_TRUE(d.HasMember(k)) << k;
+  for (const char *k : {"prompt_ids", "argmax_per_position", "top5", "ids"})
+    ASSERT_TRUE(d.HasMember(k)) << k;
   std::vector<int32_t> got;
-  for (const auto &v : d["ids"].GetArray()) got.push_back(v.GetInt());
+  for (const auto &v : d["ids"].GetArray())
+    got.push_back(v.GetInt());
   EXPECT_EQ(got, p.greedy);
   ASSERT_EQ(d["top5"].Size(), 5u);
   EXPECT_EQ(d["top5"][0][0].GetInt(), p.logits_argmax);

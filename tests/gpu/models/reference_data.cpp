@@ -43,7 +43,8 @@ Routing routing(const std::string &file, const Json &v, const std::string &key) 
       RoutedToken rt;
       if (!t.IsArray() || t.Size() < 2) fail(file, key, "expected [gap, e1, e2, ...] per token");
       rt.gap = t[0].GetDouble();
-      for (rapidjson::SizeType i = 1; i < t.Size(); ++i) rt.experts.push_back(t[i].GetInt());
+      for (rapidjson::SizeType i = 1; i < t.Size(); ++i)
+        rt.experts.push_back(t[i].GetInt());
       toks.push_back(std::move(rt));
     }
     r.push_back(std::move(toks));
@@ -89,11 +90,14 @@ Reference load_reference(const std::string &dir) {
       rp.topk.push_back(std::move(row));
     }
     if (rp.topk.size() != rp.tokens.size())
-      fail(file, where + ".topk", "expected one entry per prompt token (" + std::to_string(rp.tokens.size()) +
-                                      "), found " + std::to_string(rp.topk.size()));
+      fail(file, where + ".topk",
+           "expected one entry per prompt token (" + std::to_string(rp.tokens.size()) + "), found " +
+               std::to_string(rp.topk.size()));
     rp.greedy = int_array(file, member(file, member(file, p, "greedy"), "tokens"), where + ".greedy.tokens");
-    if (p.HasMember("routing_prompt")) rp.routing_prompt = routing(file, p["routing_prompt"], where + ".routing_prompt");
-    if (p.HasMember("routing_greedy")) rp.routing_greedy = routing(file, p["routing_greedy"], where + ".routing_greedy");
+    if (p.HasMember("routing_prompt"))
+      rp.routing_prompt = routing(file, p["routing_prompt"], where + ".routing_prompt");
+    if (p.HasMember("routing_greedy"))
+      rp.routing_greedy = routing(file, p["routing_greedy"], where + ".routing_greedy");
     r.prompts.push_back(std::move(rp));
   }
   return r;
