@@ -1,5 +1,6 @@
 // The device forward driver shared by both families (arguments are checked in instance.cpp):
-// chunking by n_batch, token and position upload, and the LM head. The layer stacks live in gpt2_layers.cpp / gptoss_layers.cpp.
+// chunking by n_batch, token and position upload, and the LM head. The layer stacks live in gpt2_layers.cpp /
+// gptoss_layers.cpp.
 #include "device_ops.hpp"
 
 #include <algorithm>
@@ -15,7 +16,8 @@ void fail_cuda(cudaError_t e, const char *step, int64_t layer) {
 
 void fail_host(wo_status s, const char *service, const wo_tensor *w) {
   throw Error(s == WO_OK ? WO_ERR_INTERNAL : s, std::string("forward: host ") + service + " on tensor '" +
-                                                    (w && w->name ? w->name : "?") + "' failed: " + status_name(s));
+                                                    (w && w->name ? w->name : "?") +
+                                                    "' failed: " + status_name(s));
 }
 
 Buffers carve(const Session &s) {
@@ -23,21 +25,24 @@ Buffers carve(const Session &s) {
   const ScratchLayout &L = s.layout;
   auto f = [&](size_t off) { return reinterpret_cast<float *>(base + off); };
   auto i = [&](size_t off) { return reinterpret_cast<int32_t *>(base + off); };
-  return Buffers{f(L.x),    f(L.h),      f(L.qkv),     f(L.q),    f(L.k),  f(L.v),   f(L.attn),
-                 f(L.proj), f(L.ffn),    f(L.router),  f(L.weights), f(L.gate), f(L.up), f(L.down),
-                 i(L.ids),  i(L.tokens), i(L.positions)};
+  return Buffers{f(L.x),    f(L.h),    f(L.qkv), f(L.q),      f(L.k),        f(L.v),
+                 f(L.attn), f(L.proj), f(L.ffn), f(L.router), f(L.weights),  f(L.gate),
+                 f(L.up),   f(L.down), i(L.ids), i(L.tokens), i(L.positions)};
 }
 
 __half *k_cache(const Instance &inst, int64_t il) {
   const size_t per = static_cast<size_t>(inst.session.n_ctx) * static_cast<size_t>(inst.hp.kv_dim());
   return static_cast<__half *>(inst.session.kv) + static_cast<size_t>(2 * il) * per;
 }
-__half *v_cache(const Instance &inst, int64_t il) { return k_cache(inst, il) + static_cast<size_t>(inst.session.n_ctx) * static_cast<size_t>(inst.hp.kv_dim()); }
+__half *v_cache(const Instance &inst, int64_t il) {
+  return k_cache(inst, il) + static_cast<size_t>(inst.session.n_ctx) * static_cast<size_t>(inst.hp.kv_dim());
+}
 
 namespace {
 
 // Final norm of `rows` rows of x starting at row r0, then the LM head into logits.
-void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t r0, int64_t rows, float *logits) {
+void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t r0, int64_t rows,
+          float *logits) {
   const Hparams &hp = inst.hp;
   const float *x = b.x + r0 * hp.n_embd;
   if (hp.family == Family::Gpt2)
@@ -45,14 +50,16 @@ void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t 
                                 hp.n_embd, hp.norm_eps, ops.stream()),
             "output_norm");
   else
-    cuda_ok(kernels::rms_norm(x, f32_data(inst.w.output_norm), b.h, rows, hp.n_embd, hp.norm_eps, ops.stream()),
-            "output_norm");
+    cuda_ok(
+        kernels::rms_norm(x, f32_data(inst.w.output_norm), b.h, rows, hp.n_embd, hp.norm_eps, ops.stream()),
+        "output_norm");
   ops.linear(inst.w.output, b.h, logits, rows);
 }
 
 } // namespace
 
-void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
+void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits,
+                    uint32_t flags) {
   const DeviceOps ops(inst.host);
   const Buffers b = carve(inst.session);
   const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;
@@ -64,7 +71,8 @@ void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t po
     cuda_ok(cudaMemcpyAsync(b.tokens, tokens + c, static_cast<size_t>(m) * sizeof(int32_t),
                             on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, ops.stream()),
             "token upload");
-    cuda_ok(kernels::fill_positions(b.positions, m, static_cast<int32_t>(pos + c), ops.stream()), "positions");
+    cuda_ok(kernels::fill_positions(b.positions, m, static_cast<int32_t>(pos + c), ops.stream()),
+            "positions");
     ops.gather(inst.w.token_embd, b.tokens, m, b.x);
     if (inst.hp.family == Family::Gpt2) {
       gpt2_embed(inst, ops, b, m);

@@ -30,8 +30,9 @@ void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, i
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
-    cuda_ok(kernels::layer_norm(b.x, f32_data(w.attn_norm), f32_data(w.attn_norm_b), b.h, m, E, hp.norm_eps, s),
-            "attn_norm", il);
+    cuda_ok(
+        kernels::layer_norm(b.x, f32_data(w.attn_norm), f32_data(w.attn_norm_b), b.h, m, E, hp.norm_eps, s),
+        "attn_norm", il);
     ops.linear(w.attn_qkv, b.h, b.qkv, m);
     cuda_ok(kernels::add_bias(b.qkv, f32_data(w.attn_qkv_b), m, 3 * E, s), "attn_qkv bias", il);
     cuda_ok(kernels::kv_write(b.qkv + E, b.qkv + 2 * E, k_cache(inst, il), v_cache(inst, il), pos0, m,

@@ -61,8 +61,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(kernels::add_bias(b.v, f32_data(w.attn_v_b), m, KV, s), "attn_v bias", il);
     cuda_ok(kernels::rope(b.q, m, H, hd, b.positions, rp, s), "rope q", il);
     cuda_ok(kernels::rope(b.k, m, Hkv, hd, b.positions, rp, s), "rope k", il);
-    cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s), "kv_write",
-            il);
+    cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s),
+            "kv_write", il);
     ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
     ap.sinks = f32_data(w.attn_sinks);
     cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
@@ -81,21 +81,22 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       record_routing(inst, RoutingTrace::PreBias, b.ids, m * K, il, s);
     }
     cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
-    cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s), "router top-k",
-            il);
+    cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
+            "router top-k", il);
     if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s), "expert gate bias",
-            il);
+    cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
+            "expert gate bias", il);
     ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s), "expert up bias", il);
+    cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s), "expert up bias",
+            il);
     cuda_ok(kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s),
             "expert clamped swiglu", il);
     ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s), "expert down bias",
-            il);
-    cuda_ok(kernels::weighted_sum_slots(b.down, b.weights, b.x, m, static_cast<int32_t>(K), E, /*accumulate=*/true,
-                                        s),
+    cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s),
+            "expert down bias", il);
+    cuda_ok(kernels::weighted_sum_slots(b.down, b.weights, b.x, m, static_cast<int32_t>(K), E,
+                                        /*accumulate=*/true, s),
             "expert weighted sum", il);
   }
 }

@@ -34,8 +34,8 @@ void read_gpt2(const HostView &h, Hparams &p) {
 void read_gptoss(const HostView &h, Hparams &p) {
   p.n_head_kv = h.get_int(h.arch_key("attention.head_count_kv"), p.n_head);
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
-    bad(h.arch_key("attention.head_count_kv"),
-        "a positive divisor of head_count " + std::to_string(p.n_head), p.n_head_kv);
+    bad(h.arch_key("attention.head_count_kv"), "a positive divisor of head_count " + std::to_string(p.n_head),
+        p.n_head_kv);
   p.head_dim = positive(h, h.arch_key("attention.key_length"));
   const int64_t v_len = h.get_int(h.arch_key("attention.value_length"), p.head_dim);
   if (v_len != p.head_dim)
@@ -52,7 +52,8 @@ void read_gptoss(const HostView &h, Hparams &p) {
                ? positive(h, h.arch_key("expert_feed_forward_length"))
                : positive(h, h.arch_key("feed_forward_length"));
   p.sliding_window = h.get_int(h.arch_key("attention.sliding_window"), 0);
-  if (p.sliding_window < 0) bad(h.arch_key("attention.sliding_window"), "a non-negative integer", p.sliding_window);
+  if (p.sliding_window < 0)
+    bad(h.arch_key("attention.sliding_window"), "a non-negative integer", p.sliding_window);
 
   p.rope_n_dims = h.get_int(h.arch_key("rope.dimension_count"), p.head_dim);
   if (p.rope_n_dims <= 0 || p.rope_n_dims > p.head_dim || p.rope_n_dims % 2 != 0)
@@ -84,7 +85,8 @@ Hparams read_hparams(const HostView &h) {
   Hparams p;
   p.arch = h.get_str("general.architecture");
   if (arch_score(p.arch) == 0)
-    throw Error(WO_ERR_UNSUPPORTED, "general.architecture: expected gpt2, gpt-oss or gptoss, found '" + p.arch + "'");
+    throw Error(WO_ERR_UNSUPPORTED,
+                "general.architecture: expected gpt2, gpt-oss or gptoss, found '" + p.arch + "'");
   p.family = p.arch == "gpt2" ? Family::Gpt2 : Family::GptOss;
   p.n_ctx_train = positive(h, h.arch_key("context_length"));
   p.n_embd = positive(h, h.arch_key("embedding_length"));

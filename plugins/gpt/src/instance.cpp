@@ -14,7 +14,8 @@ Instance::Instance(const wo_host *h, const wo_arch_config *cfg)
 
 void session_begin(Instance &inst, int64_t n_ctx) {
   if (n_ctx <= 0)
-    throw Error(WO_ERR_INVALID_ARGUMENT, "session_begin: n_ctx must be positive, found " + std::to_string(n_ctx));
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "session_begin: n_ctx must be positive, found " + std::to_string(n_ctx));
   session_end(inst); // a new session replaces the old one
   if (!inst.host->vram_alloc)
     throw Error(WO_ERR_NO_DEVICE, "session_begin: the host offers no vram_alloc service (no device)");
@@ -43,7 +44,8 @@ void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t 
   const Session &s = inst.session;
   if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session (call session_begin first)");
   if (!tokens || !logits) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: tokens and logits must not be NULL");
-  if (n <= 0) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: n_tokens must be positive, found " + std::to_string(n));
+  if (n <= 0)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: n_tokens must be positive, found " + std::to_string(n));
   if (pos < 0 || pos + n > s.n_ctx)
     throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
                                              std::to_string(pos + n - 1) + " exceed the session's n_ctx " +
@@ -56,8 +58,8 @@ void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t 
                                                  std::to_string(inst.hp.n_vocab - 1));
   if (inst.hp.family == Family::Gpt2 && pos + n > inst.hp.n_ctx_train)
     throw Error(WO_ERR_INVALID_ARGUMENT, "forward: gpt2 has learned positions 0.." +
-                                             std::to_string(inst.hp.n_ctx_train - 1) + " (position_embd), asked up to " +
-                                             std::to_string(pos + n - 1));
+                                             std::to_string(inst.hp.n_ctx_train - 1) +
+                                             " (position_embd), asked up to " + std::to_string(pos + n - 1));
 }
 
 } // namespace

@@ -30,9 +30,9 @@ wo_status gpt_plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan 
   return wo::guard(wo::thread_error(), [&] {
     if (!host || !out) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "plan: host and out must not be NULL");
     const wo::gpt::Hparams hp = wo::gpt::read_hparams(wo::HostView(host));
-    const int64_t n_batch =
-        cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0 ? cfg->n_batch
-                                                                                           : wo::gpt::kDefaultBatch;
+    const int64_t n_batch = cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0
+                                ? cfg->n_batch
+                                : wo::gpt::kDefaultBatch;
     wo_arch_plan p{};
     p.struct_size = sizeof(wo_arch_plan);
     p.n_vocab = hp.n_vocab;
@@ -72,13 +72,15 @@ void gpt_session_end(wo_arch_instance *p) {
   if (p) wo::gpt::session_end(*impl(p));
 }
 
-wo_status gpt_forward(wo_arch_instance *p, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,
-                      uint32_t flags) {
+wo_status gpt_forward(wo_arch_instance *p, const int32_t *tokens, int64_t n_tokens, int64_t pos,
+                      float *logits, uint32_t flags) {
   if (!p) return WO_ERR_INVALID_ARGUMENT;
   return wo::guard(impl(p)->error, [&] { wo::gpt::forward(*impl(p), tokens, n_tokens, pos, logits, flags); });
 }
 
-const char *gpt_last_error(const wo_arch_instance *p) { return p ? impl(p)->error.c_str() : no_instance_error(); }
+const char *gpt_last_error(const wo_arch_instance *p) {
+  return p ? impl(p)->error.c_str() : no_instance_error();
+}
 
 const wo_arch_v1 kVtable = {
     sizeof(wo_arch_v1), gpt_probe,       gpt_plan,    gpt_create,     gpt_destroy,

@@ -15,8 +15,8 @@ namespace wo::gpt {
 
 bool routing_trace_enabled(const Instance &inst) {
   const wo_host *h = inst.host;
-  return inst.hp.family == Family::GptOss && WO_HAS_FIELD(wo_host, h->struct_size, trace) && h->trace_enabled &&
-         h->trace;
+  return inst.hp.family == Family::GptOss && WO_HAS_FIELD(wo_host, h->struct_size, trace) &&
+         h->trace_enabled && h->trace;
 }
 
 void begin_routing_trace(Instance &inst) {
@@ -39,8 +39,10 @@ void record_routing(Instance &inst, RoutingTrace which, const int32_t *ids, int6
 void end_routing_trace(Instance &inst) {
   const wo_host *h = inst.host;
   for (size_t il = 0; il < inst.routing_trace.size(); ++il) {
-    const std::string chosen = "routing.L" + std::to_string(il), prebias = "routing_prebias.L" + std::to_string(il);
-    h->trace(h->ctx, chosen.c_str(), inst.routing_trace[il].data(), inst.routing_trace[il].size() * sizeof(int32_t));
+    const std::string chosen = "routing.L" + std::to_string(il),
+                      prebias = "routing_prebias.L" + std::to_string(il);
+    h->trace(h->ctx, chosen.c_str(), inst.routing_trace[il].data(),
+             inst.routing_trace[il].size() * sizeof(int32_t));
     h->trace(h->ctx, prebias.c_str(), inst.routing_prebias_trace[il].data(),
              inst.routing_prebias_trace[il].size() * sizeof(int32_t));
   }

@@ -10,7 +10,8 @@ namespace {
 
 std::string shape_str(const wo_tensor &t) {
   std::string s = "[";
-  for (uint32_t i = 0; i < t.n_dims && i < 4; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
+  for (uint32_t i = 0; i < t.n_dims && i < 4; ++i)
+    s += (i ? ", " : "") + std::to_string(t.ne[i]);
   return s + "]";
 }
 
@@ -46,14 +47,16 @@ public:
     const wo_tensor *t = h_.tensor(name);
     if (!t) {
       if (optional) return nullptr;
-      throw Error(WO_ERR_NOT_FOUND, "tensor '" + name + "' is required but absent from the model (expected shape " +
+      throw Error(WO_ERR_NOT_FOUND, "tensor '" + name +
+                                        "' is required but absent from the model (expected shape " +
                                         dims_str(ne) + ")");
     }
     if (!shape_is(*t, ne))
       throw Error(WO_ERR_FORMAT,
                   "tensor '" + name + "': expected shape " + dims_str(ne) + ", found " + shape_str(*t));
     if (need_f32 && t->ggml_type != ggml::F32)
-      throw Error(WO_ERR_UNSUPPORTED, "tensor '" + name + "': expected type F32 (read directly by kernels), found " +
+      throw Error(WO_ERR_UNSUPPORTED, "tensor '" + name +
+                                          "': expected type F32 (read directly by kernels), found " +
                                           ggml_type_label(t->ggml_type));
     return t;
   }
@@ -123,8 +126,9 @@ Weights load_weights(const HostView &host, const Hparams &hp) {
   w.tied_output = w.output == nullptr;
   if (w.tied_output) {
     if (hp.family == Family::GptOss)
-      throw Error(WO_ERR_NOT_FOUND, "tensor 'output.weight' is required for gpt-oss (its LM head is never tied) "
-                                    "but absent from the model");
+      throw Error(WO_ERR_NOT_FOUND,
+                  "tensor 'output.weight' is required for gpt-oss (its LM head is never tied) "
+                  "but absent from the model");
     w.output = w.token_embd;
   }
   w.layers.resize(static_cast<size_t>(hp.n_layer));

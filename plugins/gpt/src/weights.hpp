@@ -46,8 +46,6 @@ struct Weights {
 Weights load_weights(const HostView &host, const Hparams &hp);
 
 // Device pointer of an F32 vector/matrix tensor (nullptr for an absent optional tensor).
-inline const float *f32_data(const wo_tensor *t) {
-  return t ? static_cast<const float *>(t->data) : nullptr;
-}
+inline const float *f32_data(const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; }
 
 } // namespace wo::gpt

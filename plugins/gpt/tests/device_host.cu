@@ -6,12 +6,14 @@ namespace wo::gpt::testing {
 
 namespace {
 
-__global__ void linear_kernel(const float *w, const float *x, float *y, int64_t n, int64_t rows, int64_t cols) {
+__global__ void linear_kernel(const float *w, const float *x, float *y, int64_t n, int64_t rows,
+                              int64_t cols) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n * rows;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / rows, r = i % rows;
     float s = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) s += w[r * cols + c] * x[t * cols + c];
+    for (int64_t c = 0; c < cols; ++c)
+      s += w[r * cols + c] * x[t * cols + c];
     y[i] = s;
   }
 }
@@ -25,7 +27,8 @@ __global__ void linear_id_kernel(const float *w, const float *x, float *y, const
     const float *xr = x + (t * x_slots + (x_slots == 1 ? 0 : k)) * cols;
     const float *wr = w + (e * rows + r) * cols;
     float s = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) s += wr[c] * xr[c];
+    for (int64_t c = 0; c < cols; ++c)
+      s += wr[c] * xr[c];
     y[i] = s;
   }
 }
@@ -40,7 +43,9 @@ unsigned blocks(int64_t n) { return static_cast<unsigned>(n / 256 + 1 < 4096 ? n
 
 wo_status launched() { return cudaGetLastError() == cudaSuccess ? WO_OK : WO_ERR_CUDA; }
 
-bool f32(const wo_tensor *w, wo_dtype a, wo_dtype b) { return w && w->ggml_type == 0 && a == WO_DTYPE_F32 && b == WO_DTYPE_F32; }
+bool f32(const wo_tensor *w, wo_dtype a, wo_dtype b) {
+  return w && w->ggml_type == 0 && a == WO_DTYPE_F32 && b == WO_DTYPE_F32;
+}
 
 } // namespace
 
@@ -99,7 +104,8 @@ DeviceHost::DeviceHost(const SynthModel &m) {
 }
 
 DeviceHost::~DeviceHost() {
-  for (void *p : weights_) cudaFree(p);
+  for (void *p : weights_)
+    cudaFree(p);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -117,24 +123,26 @@ wo_status DeviceHost::linear(void *ctx, const wo_tensor *w, const void *x, wo_dt
                              int64_t n) {
   if (!f32(w, xt, yt) || n <= 0) return WO_ERR_UNSUPPORTED;
   linear_kernel<<<blocks(n * w->ne[1]), 256, 0, self(ctx)->stream_>>>(
-      static_cast<const float *>(w->data), static_cast<const float *>(x), static_cast<float *>(y), n, w->ne[1], w->ne[0]);
+      static_cast<const float *>(w->data), static_cast<const float *>(x), static_cast<float *>(y), n,
+      w->ne[1], w->ne[0]);
   return launched();
 }
 
-wo_status DeviceHost::gather(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out, wo_dtype ot) {
+wo_status DeviceHost::gather(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
+                             wo_dtype ot) {
   if (!f32(w, WO_DTYPE_F32, ot) || n <= 0) return WO_ERR_UNSUPPORTED;
-  gather_kernel<<<blocks(n * w->ne[0]), 256, 0, self(ctx)->stream_>>>(static_cast<const float *>(w->data), ids,
-                                                                    static_cast<float *>(out), n, w->ne[0]);
+  gather_kernel<<<blocks(n * w->ne[0]), 256, 0, self(ctx)->stream_>>>(
+      static_cast<const float *>(w->data), ids, static_cast<float *>(out), n, w->ne[0]);
   return launched();
 }
 
-wo_status DeviceHost::linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype xt, int64_t x_slots, void *y,
-                                wo_dtype yt, int64_t n, const int32_t *ids, int64_t n_slots) {
+wo_status DeviceHost::linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype xt, int64_t x_slots,
+                                void *y, wo_dtype yt, int64_t n, const int32_t *ids, int64_t n_slots) {
   if (!f32(w, xt, yt) || w->n_dims != 3 || n <= 0 || (x_slots != 1 && x_slots != n_slots))
     return WO_ERR_UNSUPPORTED;
   linear_id_kernel<<<blocks(n * n_slots * w->ne[1]), 256, 0, self(ctx)->stream_>>>(
-      static_cast<const float *>(w->data), static_cast<const float *>(x), static_cast<float *>(y), ids, n, n_slots,
-      x_slots, w->ne[1], w->ne[0]);
+      static_cast<const float *>(w->data), static_cast<const float *>(x), static_cast<float *>(y), ids, n,
+      n_slots, x_slots, w->ne[1], w->ne[0]);
   return launched();
 }
 

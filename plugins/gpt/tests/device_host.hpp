@@ -33,9 +33,10 @@ private:
   static void release(void *ctx, void *p);
   static wo_status linear(void *ctx, const wo_tensor *w, const void *x, wo_dtype xt, void *y, wo_dtype yt,
                           int64_t n);
-  static wo_status gather(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out, wo_dtype ot);
-  static wo_status linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype xt, int64_t x_slots, void *y,
-                             wo_dtype yt, int64_t n, const int32_t *ids, int64_t n_slots);
+  static wo_status gather(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
+                          wo_dtype ot);
+  static wo_status linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype xt, int64_t x_slots,
+                             void *y, wo_dtype yt, int64_t n, const int32_t *ids, int64_t n_slots);
   static void trace(void *ctx, const char *name, const void *data, size_t bytes);
 
   cudaStream_t stream_ = nullptr;

@@ -29,7 +29,8 @@ public:
     host_.vram_free = &vram_free;
   }
   ~FakeHost() {
-    for (void *p : live_) std::free(p);
+    for (void *p : live_)
+      std::free(p);
   }
   FakeHost(const FakeHost &) = delete;
   FakeHost &operator=(const FakeHost &) = delete;
@@ -92,7 +93,8 @@ public:
     t.name = names_.back().c_str();
     t.ggml_type = type;
     t.n_dims = static_cast<uint32_t>(ne.size());
-    for (int i = 0; i < 4; ++i) t.ne[i] = i < static_cast<int>(t.n_dims) ? ne[static_cast<size_t>(i)] : 1;
+    for (int i = 0; i < 4; ++i)
+      t.ne[i] = i < static_cast<int>(t.n_dims) ? ne[static_cast<size_t>(i)] : 1;
     t.nb1 = ggml::row_bytes(t.ggml_type, t.ne[0]);
     t.nbytes = t.nb1 * static_cast<uint64_t>(t.ne[1] * t.ne[2] * t.ne[3]);
     t.data = data;

@@ -76,7 +76,8 @@ protected:
       cudaMemcpy(flat.data(), logits, flat.size() * sizeof(float), cudaMemcpyDeviceToHost);
       std::vector<std::vector<float>> rows;
       for (size_t r = 0; r < n_out; ++r)
-        rows.emplace_back(flat.begin() + static_cast<long>(r * n_vocab), flat.begin() + static_cast<long>((r + 1) * n_vocab));
+        rows.emplace_back(flat.begin() + static_cast<long>(r * n_vocab),
+                          flat.begin() + static_cast<long>((r + 1) * n_vocab));
       return rows;
     }
   };
@@ -96,7 +97,8 @@ protected:
     const ReferenceRun ref = ReferenceForward(m).run(toks);
     Run run(m, 512, 64);
     const uint32_t dev = on_device ? WO_FWD_TOKENS_ON_DEVICE : 0u;
-    auto got = run.forward(std::vector<int32_t>(toks.begin(), toks.begin() + static_cast<long>(split)), 0, dev);
+    auto got =
+        run.forward(std::vector<int32_t>(toks.begin(), toks.begin() + static_cast<long>(split)), 0, dev);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_LE(rel_l2(got[0], ref.logits[split - 1]), kRelL2) << "prefill last position " << split - 1;
     for (size_t p = split; p < toks.size(); ++p) {
@@ -154,7 +156,8 @@ TEST_F(GptForwardGpu, GptOssTracesTheReferenceRouting) {
   Run run(m, 512, 64);
   run.host.enable_trace();
   run.forward(std::vector<int32_t>(toks.begin(), toks.begin() + 8), 0, 0); // prefill 8
-  for (size_t p = 8; p < toks.size(); ++p) run.forward({toks[p]}, static_cast<int64_t>(p), 0);
+  for (size_t p = 8; p < toks.size(); ++p)
+    run.forward({toks[p]}, static_cast<int64_t>(p), 0);
   const size_t K = static_cast<size_t>(m.n_expert_used);
   // routing.L*: the experts chosen (biased router logits); routing_prebias.L*: top-k before the bias.
   for (const bool prebias : {false, true}) {
@@ -166,7 +169,8 @@ TEST_F(GptForwardGpu, GptOssTracesTheReferenceRouting) {
       const auto &calls = run.host.traces[name];
       ASSERT_EQ(calls.size(), 1u + (toks.size() - 8)) << "one trace per forward call: " << name;
       std::vector<int32_t> ids;
-      for (const auto &c : calls) ids.insert(ids.end(), c.begin(), c.end());
+      for (const auto &c : calls)
+        ids.insert(ids.end(), c.begin(), c.end());
       ASSERT_EQ(ids.size(), toks.size() * K) << name;
       for (size_t t = 0; t < toks.size(); ++t) {
         if (gaps[size_t(il)][t] < 1e-3) continue; // a near-tie may legitimately flip

@@ -13,7 +13,7 @@
 namespace wo::gpt::testing {
 
 struct ReferenceRun {
-  std::vector<std::vector<float>> logits;                // [token][n_vocab]
+  std::vector<std::vector<float>> logits;                 // [token][n_vocab]
   std::vector<std::vector<std::vector<int32_t>>> experts; // [layer][token][k] (gpt-oss)
   std::vector<std::vector<double>> router_gap;            // [layer][token]: k-th minus (k+1)-th logit
   // The same for the router logits before their bias (what the fixtures' reference.json records).
@@ -57,12 +57,14 @@ private:
   static Vec row(const SynthTensor &t, int64_t r, int64_t matrix = 0) {
     const int64_t cols = t.ne[0], rows = t.ne.size() > 1 ? t.ne[1] : 1;
     Vec v(static_cast<size_t>(cols));
-    for (int64_t c = 0; c < cols; ++c) v[static_cast<size_t>(c)] = t.data[static_cast<size_t>((matrix * rows + r) * cols + c)];
+    for (int64_t c = 0; c < cols; ++c)
+      v[static_cast<size_t>(c)] = t.data[static_cast<size_t>((matrix * rows + r) * cols + c)];
     return v;
   }
   static Vec vec(const SynthTensor &t) { return Vec(t.data.begin(), t.data.end()); }
   static void add_into(Vec &a, const Vec &b) {
-    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] += b[i];
   }
   // y = W x (+ expert `e` of a 3-D weight).
   static Vec matvec(const SynthTensor &w, const Vec &x, int64_t e = 0) {
@@ -71,7 +73,8 @@ private:
     for (int64_t r = 0; r < rows; ++r) {
       double s = 0;
       const float *wr = &w.data[static_cast<size_t>((e * rows + r) * cols)];
-      for (int64_t c = 0; c < cols; ++c) s += double(wr[c]) * x[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < cols; ++c)
+        s += double(wr[c]) * x[static_cast<size_t>(c)];
       y[static_cast<size_t>(r)] = s;
     }
     return y;
@@ -80,18 +83,22 @@ private:
     const double n = double(x.size());
     const double mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
     double var = 0;
-    for (double v : x) var += (v - mean) * (v - mean);
+    for (double v : x)
+      var += (v - mean) * (v - mean);
     var /= n;
     Vec y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) / std::sqrt(var + m_.eps) * w.data[i] + b.data[i];
+    for (size_t i = 0; i < x.size(); ++i)
+      y[i] = (x[i] - mean) / std::sqrt(var + m_.eps) * w.data[i] + b.data[i];
     return y;
   }
   Vec rms_norm(const Vec &x, const SynthTensor &w) const {
     double ss = 0;
-    for (double v : x) ss += v * v;
+    for (double v : x)
+      ss += v * v;
     const double inv = 1.0 / std::sqrt(ss / double(x.size()) + m_.eps);
     Vec y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w.data[i];
+    for (size_t i = 0; i < x.size(); ++i)
+      y[i] = x[i] * inv * w.data[i];
     return y;
   }
 
@@ -101,17 +108,21 @@ private:
     std::vector<double> s;
     for (int64_t j = lo; j < hi; ++j) {
       double d = 0;
-      for (int64_t i = 0; i < hd; ++i) d += q[i] * kc[static_cast<size_t>(j)][static_cast<size_t>(kv_head * hd + i)];
+      for (int64_t i = 0; i < hd; ++i)
+        d += q[i] * kc[static_cast<size_t>(j)][static_cast<size_t>(kv_head * hd + i)];
       s.push_back(d * scale);
     }
     double mx = sink ? *sink : -INFINITY;
-    for (double v : s) mx = std::max(mx, v);
+    for (double v : s)
+      mx = std::max(mx, v);
     double den = sink ? std::exp(*sink - mx) : 0.0;
-    for (double &v : s) den += (v = std::exp(v - mx));
+    for (double &v : s)
+      den += (v = std::exp(v - mx));
     Vec o(static_cast<size_t>(hd), 0.0);
     for (int64_t j = lo; j < hi; ++j)
       for (int64_t i = 0; i < hd; ++i)
-        o[static_cast<size_t>(i)] += s[static_cast<size_t>(j - lo)] / den * vc[static_cast<size_t>(j)][static_cast<size_t>(kv_head * hd + i)];
+        o[static_cast<size_t>(i)] += s[static_cast<size_t>(j - lo)] / den *
+                                     vc[static_cast<size_t>(j)][static_cast<size_t>(kv_head * hd + i)];
     return o;
   }
 
@@ -125,7 +136,8 @@ private:
     const int64_t n = static_cast<int64_t>(kc.size());
     Vec att(static_cast<size_t>(E));
     for (int64_t hh = 0; hh < m_.n_head; ++hh) {
-      const Vec o = attend(&qkv[static_cast<size_t>(hh * hd)], kc, vc, hh, hd, 0, n, 1.0 / std::sqrt(double(hd)), nullptr);
+      const Vec o = attend(&qkv[static_cast<size_t>(hh * hd)], kc, vc, hh, hd, 0, n,
+                           1.0 / std::sqrt(double(hd)), nullptr);
       std::copy(o.begin(), o.end(), att.begin() + hh * hd);
     }
     Vec o = matvec(m_.w(b + "attn_output.weight"), att);
@@ -134,7 +146,8 @@ private:
     h = layer_norm(x, m_.w(b + "ffn_norm.weight"), m_.w(b + "ffn_norm.bias"));
     Vec u = matvec(m_.w(b + "ffn_up.weight"), h);
     add_into(u, vec(m_.w(b + "ffn_up.bias")));
-    for (double &v : u) v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    for (double &v : u)
+      v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     Vec d = matvec(m_.w(b + "ffn_down.weight"), u);
     add_into(d, vec(m_.w(b + "ffn_down.bias")));
     add_into(x, d);
@@ -146,9 +159,11 @@ private:
     const int64_t hd = m_.head_dim, half = hd / 2;
     const double fs = 1.0 / m_.rope_factor;
     auto corr = [&](double n_rot) {
-      return double(hd) * std::log(double(m_.rope_orig_ctx) / (n_rot * 2.0 * M_PI)) / (2.0 * std::log(m_.rope_base));
+      return double(hd) * std::log(double(m_.rope_orig_ctx) / (n_rot * 2.0 * M_PI)) /
+             (2.0 * std::log(m_.rope_base));
     };
-    const double lo = std::max(0.0, std::floor(corr(32.0))), hi = std::min(double(hd - 1), std::ceil(corr(1.0)));
+    const double lo = std::max(0.0, std::floor(corr(32.0))),
+                 hi = std::min(double(hd - 1), std::ceil(corr(1.0)));
     const double mscale = 1.0 + 0.1 * std::log(1.0 / fs);
     for (int64_t h = 0; h < n_heads; ++h)
       for (int64_t i = 0; i < half; ++i) {
@@ -167,14 +182,15 @@ private:
     const size_t K = static_cast<size_t>(m_.n_expert_used);
     std::vector<int32_t> order(r.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return r[size_t(a)] > r[size_t(c)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t c) { return r[size_t(a)] > r[size_t(c)]; });
     gap.push_back(order.size() > K ? r[size_t(order[K - 1])] - r[size_t(order[K])] : 1e9);
     order.resize(K);
     ids.push_back(order);
   }
 
-  void oss_layer(const std::string &b, size_t il, int64_t pos, Vec &x, std::vector<Vec> &kc, std::vector<Vec> &vc,
-                 ReferenceRun &out) const {
+  void oss_layer(const std::string &b, size_t il, int64_t pos, Vec &x, std::vector<Vec> &kc,
+                 std::vector<Vec> &vc, ReferenceRun &out) const {
     const int64_t hd = m_.head_dim, group = m_.n_head / m_.n_head_kv;
     Vec h = rms_norm(x, m_.w(b + "attn_norm.weight"));
     Vec q = matvec(m_.w(b + "attn_q.weight"), h), k = matvec(m_.w(b + "attn_k.weight"), h),
@@ -205,10 +221,12 @@ private:
     top_k(r, out.experts[il], out.router_gap[il]);
     const std::vector<int32_t> &order = out.experts[il].back();
     double mx = r[size_t(order[0])], den = 0;
-    for (int32_t e : order) den += std::exp(r[size_t(e)] - mx);
+    for (int32_t e : order)
+      den += std::exp(r[size_t(e)] - mx);
     for (int32_t e : order) {
       const double wt = std::exp(r[size_t(e)] - mx) / den;
-      Vec g = matvec(m_.w(b + "ffn_gate_exps.weight"), h, e), u = matvec(m_.w(b + "ffn_up_exps.weight"), h, e);
+      Vec g = matvec(m_.w(b + "ffn_gate_exps.weight"), h, e),
+          u = matvec(m_.w(b + "ffn_up_exps.weight"), h, e);
       add_into(g, row(m_.w(b + "ffn_gate_exps.bias"), e));
       add_into(u, row(m_.w(b + "ffn_up_exps.bias"), e));
       Vec a(g.size());
@@ -218,7 +236,8 @@ private:
       }
       Vec d = matvec(m_.w(b + "ffn_down_exps.weight"), a, e);
       add_into(d, row(m_.w(b + "ffn_down_exps.bias"), e));
-      for (size_t i = 0; i < x.size(); ++i) x[i] += wt * d[i];
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] += wt * d[i];
     }
   }
 

@@ -30,10 +30,12 @@ public:
     rapidjson::Document doc;
     doc.ParseStream(isw);
     if (doc.HasParseError() || !doc.IsObject()) throw std::runtime_error("malformed JSON in " + path);
-    for (auto &m : doc["metadata"].GetObject()) add_meta(m.name.GetString(), m.value);
+    for (auto &m : doc["metadata"].GetObject())
+      add_meta(m.name.GetString(), m.value);
     for (auto &t : doc["tensors"].GetArray()) {
       std::vector<int64_t> ne;
-      for (auto &v : t["ne"].GetArray()) ne.push_back(v.GetInt64());
+      for (auto &v : t["ne"].GetArray())
+        ne.push_back(v.GetInt64());
       add_tensor(t["name"].GetString(), type_id(t["type"].GetString()), ne);
     }
   }

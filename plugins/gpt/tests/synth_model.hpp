@@ -35,7 +35,8 @@ public:
 
   SynthModel gpt2() {
     SynthModel m;
-    m.n_vocab = 96, m.n_embd = 64, m.n_layer = 2, m.n_head = 2, m.n_head_kv = 2, m.head_dim = 32, m.n_ff = 128;
+    m.n_vocab = 96, m.n_embd = 64, m.n_layer = 2, m.n_head = 2, m.n_head_kv = 2, m.head_dim = 32,
+    m.n_ff = 128;
     m.n_ctx_train = 64;
     const int64_t E = m.n_embd, F = m.n_ff;
     m.t["token_embd.weight"] = normal({E, m.n_vocab}, 1.0);
@@ -66,7 +67,8 @@ public:
     m.oss = true;
     m.n_vocab = 80, m.n_embd = 32, m.n_layer = 3, m.n_head = 4, m.n_head_kv = 2, m.head_dim = 64, m.n_ff = 64;
     m.n_ctx_train = 131072, m.n_expert = 8, m.n_expert_used = 4, m.sliding_window = 5;
-    const int64_t E = m.n_embd, F = m.n_ff, Q = m.n_head * m.head_dim, KV = m.n_head_kv * m.head_dim, X = m.n_expert;
+    const int64_t E = m.n_embd, F = m.n_ff, Q = m.n_head * m.head_dim, KV = m.n_head_kv * m.head_dim,
+                  X = m.n_expert;
     m.t["token_embd.weight"] = normal({E, m.n_vocab}, 1.0);
     m.t["output_norm.weight"] = uniform({E});
     m.t["output.weight"] = normal({E, m.n_vocab}, 2.0 / std::sqrt(double(E)));
@@ -99,26 +101,30 @@ public:
   std::vector<int32_t> tokens(const SynthModel &m, size_t n) {
     std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m.n_vocab - 1));
     std::vector<int32_t> out(n);
-    for (auto &v : out) v = d(rng_);
+    for (auto &v : out)
+      v = d(rng_);
     return out;
   }
 
 private:
   static size_t count(const std::vector<int64_t> &ne) {
     size_t n = 1;
-    for (int64_t v : ne) n *= static_cast<size_t>(v);
+    for (int64_t v : ne)
+      n *= static_cast<size_t>(v);
     return n;
   }
   SynthTensor normal(std::vector<int64_t> ne, double sd) {
     std::normal_distribution<float> d(0.0f, static_cast<float>(sd));
     SynthTensor t{ne, std::vector<float>(count(ne))};
-    for (auto &v : t.data) v = d(rng_);
+    for (auto &v : t.data)
+      v = d(rng_);
     return t;
   }
   SynthTensor uniform(std::vector<int64_t> ne) {
     std::uniform_real_distribution<float> d(0.7f, 1.3f);
     SynthTensor t{ne, std::vector<float>(count(ne))};
-    for (auto &v : t.data) v = d(rng_);
+    for (auto &v : t.data)
+      v = d(rng_);
     return t;
   }
   std::mt19937 rng_;
