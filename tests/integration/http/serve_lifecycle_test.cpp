@@ -117,6 +117,16 @@ TEST_F(ServeLifecycleTest, SigintDuringAJobCancelsItAtTheDeadlineAndExitsZero) {
   EXPECT_STREQ(parse_json(events.back().data)["code"].GetString(), "CANCELLED");
   EXPECT_EQ(join(), 0);
   EXPECT_STREQ(parse_json(log_events("shutdown_requested")[0])["reason"].GetString(), "SIGINT");
+  // Job events carry the worker's context and the job id.
+  for (const char *name : {"execute_start", "execute_end", "error"}) {
+    auto lines = log_events(name);
+    ASSERT_EQ(lines.size(), 1u) << name;
+    auto j = parse_json(lines[0]);
+    EXPECT_EQ(j["worker_id"].GetString(), options_.worker_id) << name;
+    EXPECT_EQ(j["model_ref"].GetString(), options_.model_path) << name;
+    EXPECT_EQ(j["gpu_device"].GetInt(), options_.gpu_device) << name;
+    EXPECT_STREQ(j["job_id"].GetString(), "j") << name;
+  }
 }
 
 TEST_F(ServeLifecycleTest, ShutdownEndpointExitsZero) {
