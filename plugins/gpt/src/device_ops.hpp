@@ -52,6 +52,8 @@ private:
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *attn, *proj, *ffn, *router, *weights, *gate, *up, *down;
   int32_t *ids, *tokens, *positions;
+  float *attn_ws;
+  int64_t attn_ws_floats;
 };
 Buffers carve(const Session &s);
 

@@ -20,14 +20,19 @@ void fail_host(wo_status s, const char *service, const wo_tensor *w) {
                                                     "' failed: " + status_name(s));
 }
 
+int64_t attention_workspace_floats(const Hparams &hp, int64_t n_batch) {
+  return kernels::attention_workspace_floats(n_batch, static_cast<int32_t>(hp.n_head),
+                                             static_cast<int32_t>(hp.head_dim));
+}
+
 Buffers carve(const Session &s) {
   auto *base = static_cast<unsigned char *>(s.scratch);
   const ScratchLayout &L = s.layout;
   auto f = [&](size_t off) { return reinterpret_cast<float *>(base + off); };
   auto i = [&](size_t off) { return reinterpret_cast<int32_t *>(base + off); };
-  return Buffers{f(L.x),    f(L.h),    f(L.qkv), f(L.q),      f(L.k),        f(L.v),
-                 f(L.attn), f(L.proj), f(L.ffn), f(L.router), f(L.weights),  f(L.gate),
-                 f(L.up),   f(L.down), i(L.ids), i(L.tokens), i(L.positions)};
+  return Buffers{f(L.x),    f(L.h),      f(L.qkv),       f(L.q),       f(L.k),          f(L.v),  f(L.attn),
+                 f(L.proj), f(L.ffn),    f(L.router),    f(L.weights), f(L.gate),       f(L.up), f(L.down),
+                 i(L.ids),  i(L.tokens), i(L.positions), f(L.attn_ws), L.attn_ws_floats};
 }
 
 __half *k_cache(const Instance &inst, int64_t il) {

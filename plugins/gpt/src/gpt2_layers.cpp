@@ -26,6 +26,8 @@ void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, i
   ap.head_dim = static_cast<int32_t>(hp.head_dim);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   ap.causal = true;
+  ap.workspace = b.attn_ws; // lets decode split long contexts over several blocks
+  ap.workspace_floats = b.attn_ws_floats;
   ap.q_stride = 3 * E; // q is the first third of each fused [q;k;v] row
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {

@@ -48,6 +48,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
   ap.head_dim = hd;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   ap.causal = true;
+  ap.workspace = b.attn_ws; // lets decode split long contexts over several blocks
+  ap.workspace_floats = b.attn_ws_floats;
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];

@@ -21,7 +21,7 @@ void session_begin(Instance &inst, int64_t n_ctx) {
     throw Error(WO_ERR_NO_DEVICE, "session_begin: the host offers no vram_alloc service (no device)");
   Session s;
   s.n_ctx = n_ctx;
-  s.layout = scratch_layout(inst.hp, inst.n_batch);
+  s.layout = session_scratch_layout(inst.hp, inst.n_batch);
   const size_t kv_bytes = static_cast<size_t>(kv_bytes_per_token(inst.hp)) * static_cast<size_t>(n_ctx);
   wo_status st = inst.host->vram_alloc(inst.host->ctx, kv_bytes, WO_VRAM_KV_CACHE, &s.kv);
   if (st != WO_OK)

@@ -42,6 +42,14 @@ struct Instance {
 void session_begin(Instance &inst, int64_t n_ctx);
 void session_end(Instance &inst) noexcept;
 
+// Floats of attention workspace a session carries for n_batch queries (0 in a CPU-only build).
+int64_t attention_workspace_floats(const Hparams &hp, int64_t n_batch);
+
+// The session scratch layout for this model and batch.
+inline ScratchLayout session_scratch_layout(const Hparams &hp, int64_t n_batch) {
+  return scratch_layout(hp, n_batch, attention_workspace_floats(hp, n_batch));
+}
+
 // Enqueue the forward pass on the host's stream; throws wo::Error. Checks the arguments, then
 // runs forward_device (forward.cpp with CUDA, forward_unavailable.cpp without).
 void forward(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,

@@ -40,7 +40,7 @@ wo_status gpt_plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan 
     p.n_embd = hp.n_embd;
     p.n_layer = hp.n_layer;
     p.kv_bytes_per_token = wo::gpt::kv_bytes_per_token(hp);
-    p.scratch_bytes = wo::gpt::scratch_layout(hp, n_batch).total;
+    p.scratch_bytes = wo::gpt::session_scratch_layout(hp, n_batch).total;
     // Write only the fields the caller's struct knows (it may be older than ours).
     const size_t n = out->struct_size == 0 || out->struct_size > sizeof(p) ? sizeof(p) : out->struct_size;
     p.struct_size = static_cast<uint32_t>(n);

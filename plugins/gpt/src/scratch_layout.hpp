@@ -29,10 +29,14 @@ struct ScratchLayout {
   size_t down = 0;      // expert outputs         f32 [n][n_used][n_embd]
   size_t tokens = 0;    // token ids              i32 [n]
   size_t positions = 0; // positions             i32 [n]
+  size_t attn_ws = 0;   // attention split-K workspace (decode on long contexts), f32
+  int64_t attn_ws_floats = 0;
   size_t total = 0;
 };
 
-inline ScratchLayout scratch_layout(const Hparams &hp, int64_t n_batch) {
+// attn_ws_floats: the shared attention kernel's split-K workspace for n_batch queries
+// (attention_workspace_floats(); 0 without CUDA).
+inline ScratchLayout scratch_layout(const Hparams &hp, int64_t n_batch, int64_t attn_ws_floats) {
   constexpr size_t kAlign = 256; // every buffer starts on a 256-byte boundary (vector loads)
   ScratchLayout L;
   const size_t n = static_cast<size_t>(n_batch);
@@ -63,6 +67,8 @@ inline ScratchLayout scratch_layout(const Hparams &hp, int64_t n_batch) {
   }
   L.tokens = take(n * sizeof(int32_t));
   L.positions = take(n * sizeof(int32_t));
+  L.attn_ws_floats = attn_ws_floats;
+  L.attn_ws = take(static_cast<size_t>(attn_ws_floats) * f);
   return L;
 }
 
