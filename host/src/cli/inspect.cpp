@@ -15,8 +15,8 @@ namespace {
 
 // Which plugins would serve the model: the same selection the server makes at startup (probe
 // scores over the metadata, a codec per tensor type), with what is missing said in words.
-std::optional<wo::gguf::PluginReport> resolve_plugins(const wo::gguf::File &file, const wo::gguf::ModelSummary &s,
-                                                      const std::string &plugin_dir) {
+std::optional<wo::gguf::PluginReport>
+resolve_plugins(const wo::gguf::File &file, const wo::gguf::ModelSummary &s, const std::string &plugin_dir) {
   wo::gguf::PluginReport rep;
   wo::plugins::Registry reg;
   const std::string dir = plugin_dir.empty() ? wo::plugins::Registry::default_dir() : plugin_dir;
@@ -71,12 +71,18 @@ int inspect_main(int argc, char **argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--json") json = true;
-    else if (a == "--tensors") tensors = true;
-    else if ((a == "--plugin-dir" || a == "--model-root") && i + 1 < argc) (a == "--plugin-dir" ? plugin_dir : model_root) = argv[++i];
-    else if (a.rfind("--plugin-dir=", 0) == 0) plugin_dir = a.substr(13);
-    else if (a.rfind("--model-root=", 0) == 0) model_root = a.substr(13);
-    else if (a.rfind("-", 0) != 0 && model.empty()) model = a;
+    } else if (a == "--json")
+      json = true;
+    else if (a == "--tensors")
+      tensors = true;
+    else if ((a == "--plugin-dir" || a == "--model-root") && i + 1 < argc)
+      (a == "--plugin-dir" ? plugin_dir : model_root) = argv[++i];
+    else if (a.rfind("--plugin-dir=", 0) == 0)
+      plugin_dir = a.substr(13);
+    else if (a.rfind("--model-root=", 0) == 0)
+      model_root = a.substr(13);
+    else if (a.rfind("-", 0) != 0 && model.empty())
+      model = a;
     else {
       std::fprintf(stderr, "inspect: unexpected argument '%s' (argument %d)\n%s", a.c_str(), i, kUsage);
       return 1;

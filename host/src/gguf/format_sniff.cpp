@@ -7,7 +7,8 @@ namespace {
 
 uint64_t le64(const uint8_t *p) {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
   return v;
 }
 
@@ -35,8 +36,8 @@ std::string describe_foreign_format(const uint8_t *d, uint64_t n) {
   if (n >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5)
     return "a Python pickle (protocol " + std::to_string(d[1]) +
            "), as legacy PyTorch checkpoints are; convert the model to GGUF";
-  if (n >= 4 && (std::memcmp(d, "lmgg", 4) == 0 || std::memcmp(d, "fmgg", 4) == 0 ||
-                 std::memcmp(d, "tjgg", 4) == 0))
+  if (n >= 4 &&
+      (std::memcmp(d, "lmgg", 4) == 0 || std::memcmp(d, "fmgg", 4) == 0 || std::memcmp(d, "tjgg", 4) == 0))
     return "a pre-GGUF GGML/GGMF/GGJT file (the old llama.cpp formats); convert it to GGUF";
   if (looks_like_onnx(d, n)) return "probably an ONNX model (protobuf ModelProto); convert the model to GGUF";
   return {};

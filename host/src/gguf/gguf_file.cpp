@@ -24,10 +24,17 @@ namespace {
 // Bytes per element of scalar value types; 0 for string/array/unknown.
 uint64_t scalar_size(uint32_t t) {
   switch (t) {
-  case WO_VALUE_U8: case WO_VALUE_I8: case WO_VALUE_BOOL: return 1;
-  case WO_VALUE_U16: case WO_VALUE_I16: return 2;
-  case WO_VALUE_U32: case WO_VALUE_I32: case WO_VALUE_F32: return 4;
-  case WO_VALUE_U64: case WO_VALUE_I64: case WO_VALUE_F64: return 8;
+  case WO_VALUE_U8:
+  case WO_VALUE_I8:
+  case WO_VALUE_BOOL: return 1;
+  case WO_VALUE_U16:
+  case WO_VALUE_I16: return 2;
+  case WO_VALUE_U32:
+  case WO_VALUE_I32:
+  case WO_VALUE_F32: return 4;
+  case WO_VALUE_U64:
+  case WO_VALUE_I64:
+  case WO_VALUE_F64: return 8;
   default: return 0;
   }
 }
@@ -38,7 +45,8 @@ std::string printable(std::string_view s) {
   size_t n = std::min<size_t>(s.size(), 80);
   for (size_t i = 0; i < n; ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += static_cast<char>(c);
     else {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
@@ -60,12 +68,14 @@ public:
     check_magic();
     f_.version_ = u32(4, "GGUF version");
     if (f_.version_ == 1)
-      fail("GGUF version at offset 0x4: expected 2 or 3, found 1 (version 1 is obsolete; re-convert the model)");
+      fail("GGUF version at offset 0x4: expected 2 or 3, found 1 (version 1 is obsolete; re-convert the "
+           "model)");
     if (f_.version_ != 2 && f_.version_ != 3) {
       uint32_t swapped = __builtin_bswap32(f_.version_);
       if (swapped == 2 || swapped == 3)
-        fail("GGUF version at offset 0x4: expected 2 or 3 little-endian, found " + std::to_string(f_.version_) +
-             " (a big-endian GGUF, version " + std::to_string(swapped) + "; only little-endian files are supported)");
+        fail("GGUF version at offset 0x4: expected 2 or 3 little-endian, found " +
+             std::to_string(f_.version_) + " (a big-endian GGUF, version " + std::to_string(swapped) +
+             "; only little-endian files are supported)");
       fail("GGUF version at offset 0x4: expected 2 or 3, found " + std::to_string(f_.version_));
     }
     pos_ = 8;
@@ -79,16 +89,19 @@ public:
     // Each key/value takes at least 8 (key length) + 4 (type) + 1 bytes.
     if (n_kv > (n_ - std::min(n_, pos_)) / 13)
       fail("metadata count at offset 0x10: expected at most " + std::to_string((n_ - pos_) / 13) +
-           " (what the remaining " + std::to_string(n_ - pos_) + " bytes can hold), found " + std::to_string(n_kv));
+           " (what the remaining " + std::to_string(n_ - pos_) + " bytes can hold), found " +
+           std::to_string(n_kv));
     f_.kvs_.reserve(n_kv);
-    for (uint64_t i = 0; i < n_kv; ++i) read_kv(i);
+    for (uint64_t i = 0; i < n_kv; ++i)
+      read_kv(i);
     read_alignment();
     // Each tensor info takes at least 8 + 4 + 8 + 4 + 8 bytes.
     if (n_tensors > (n_ - std::min(n_, pos_)) / 32)
       fail("tensor count at offset 0x8: " + std::to_string(n_tensors) + " tensor infos cannot fit in the " +
            std::to_string(n_ - std::min(n_, pos_)) + " bytes left after the metadata at offset " + hex(pos_));
     f_.tensors_.reserve(n_tensors);
-    for (uint64_t i = 0; i < n_tensors; ++i) read_tensor_info(i);
+    for (uint64_t i = 0; i < n_tensors; ++i)
+      read_tensor_info(i);
     const uint64_t a = f_.alignment_;
     f_.data_offset_ = (pos_ + a - 1) / a * a;
     check_tensor_data();
@@ -122,8 +135,8 @@ private:
     const uint64_t at = pos_;
     const uint64_t len = u64(at, what + " length");
     if (len > n_ - (at + 8))
-      fail(what + " at offset " + hex(at) + ": length " + std::to_string(len) + " runs past the end of the file (" +
-           std::to_string(n_ - (at + 8)) + " bytes left)");
+      fail(what + " at offset " + hex(at) + ": length " + std::to_string(len) +
+           " runs past the end of the file (" + std::to_string(n_ - (at + 8)) + " bytes left)");
     pos_ = at + 8 + len;
     return {reinterpret_cast<const char *>(d_ + at + 8), static_cast<size_t>(len)};
   }
@@ -131,12 +144,12 @@ private:
     if (s.empty()) fail(what + " at offset " + hex(at) + ": expected a non-empty name, found an empty one");
     // Names cross the C ABI as NUL-terminated strings: an embedded NUL would make two names equal.
     if (size_t nul = s.find('\0'); nul != std::string_view::npos)
-      fail(what + " " + printable(s) + " at offset " + hex(at) + ": expected no NUL bytes, found one at index " +
-           std::to_string(nul));
+      fail(what + " " + printable(s) + " at offset " + hex(at) +
+           ": expected no NUL bytes, found one at index " + std::to_string(nul));
     size_t bad = utf8_invalid_at(s);
     if (bad != std::string_view::npos)
-      fail(what + " " + printable(s) + " at offset " + hex(at) + ": expected valid UTF-8, found an invalid byte at index " +
-           std::to_string(bad));
+      fail(what + " " + printable(s) + " at offset " + hex(at) +
+           ": expected valid UTF-8, found an invalid byte at index " + std::to_string(bad));
   }
 
   void check_magic() {
@@ -151,8 +164,8 @@ private:
       found += (i ? " " : "") + std::string(b);
     }
     if (n_ < 4)
-      fail("magic at offset 0x0: expected 'GGUF' (47 47 55 46), found only " + std::to_string(n_) + " bytes (" + found +
-           ")");
+      fail("magic at offset 0x0: expected 'GGUF' (47 47 55 46), found only " + std::to_string(n_) +
+           " bytes (" + found + ")");
     fail("magic at offset 0x0: expected 'GGUF' (47 47 55 46), found " + found + " (not a GGUF file)");
   }
 
@@ -175,7 +188,8 @@ private:
       return v;
     }
     if (type != WO_VALUE_ARRAY)
-      fail(what + " at offset " + hex(pos_ - 4) + ": expected a value type 0..12, found " + std::to_string(type));
+      fail(what + " at offset " + hex(pos_ - 4) + ": expected a value type 0..12, found " +
+           std::to_string(type));
     const uint64_t at = pos_;
     const uint32_t et = u32(at, what + " array element type");
     const uint64_t len = u64(at + 4, what + " array length");
@@ -186,30 +200,36 @@ private:
     const uint64_t left = n_ - std::min(n_, pos_);
     if (uint64_t sz = scalar_size(et)) {
       if (len > left / sz)
-        fail(what + " at offset " + hex(at) + ": array of " + std::to_string(len) + " " + value_type_name(et) +
-             " needs " + (len > UINT64_MAX / sz ? "more than 2^64" : std::to_string(len * sz)) +
-             " bytes, found " + std::to_string(left) + " before the end of the file");
+        fail(what + " at offset " + hex(at) + ": array of " + std::to_string(len) + " " +
+             value_type_name(et) + " needs " +
+             (len > UINT64_MAX / sz ? "more than 2^64" : std::to_string(len * sz)) + " bytes, found " +
+             std::to_string(left) + " before the end of the file");
       pos_ += len * sz;
       return v;
     }
     if (et == WO_VALUE_STRING) {
       if (len > left / 8)
         fail(what + " at offset " + hex(at) + ": array of " + std::to_string(len) +
-             " strings cannot fit in the " + std::to_string(left) + " bytes left (8 bytes per length at least)");
+             " strings cannot fit in the " + std::to_string(left) +
+             " bytes left (8 bytes per length at least)");
       v.strings.reserve(len);
-      for (uint64_t i = 0; i < len; ++i) v.strings.push_back(str(what + "[" + std::to_string(i) + "]"));
+      for (uint64_t i = 0; i < len; ++i)
+        v.strings.push_back(str(what + "[" + std::to_string(i) + "]"));
       return v;
     }
     if (et == WO_VALUE_ARRAY) {
       if (depth >= 4)
-        fail(what + " at offset " + hex(at) + ": expected arrays nested at most 4 deep, found deeper nesting");
+        fail(what + " at offset " + hex(at) +
+             ": expected arrays nested at most 4 deep, found deeper nesting");
       if (len > left / 12)
         fail(what + " at offset " + hex(at) + ": array of " + std::to_string(len) +
              " arrays cannot fit in the " + std::to_string(left) + " bytes left");
-      for (uint64_t i = 0; i < len; ++i) read_value(WO_VALUE_ARRAY, what + "[" + std::to_string(i) + "]", depth + 1);
+      for (uint64_t i = 0; i < len; ++i)
+        read_value(WO_VALUE_ARRAY, what + "[" + std::to_string(i) + "]", depth + 1);
       return v;
     }
-    fail(what + " at offset " + hex(at) + ": expected an array element type 0..12, found " + std::to_string(et));
+    fail(what + " at offset " + hex(at) + ": expected an array element type 0..12, found " +
+         std::to_string(et));
   }
 
   void read_kv(uint64_t i) {
@@ -219,7 +239,8 @@ private:
     check_name(kv.key, "metadata key #" + std::to_string(i), kv.offset);
     const std::string what = "metadata key " + printable(kv.key);
     if (f_.kv_index_.count(kv.key))
-      fail(what + " at offset " + hex(kv.offset) + ": expected unique keys, found a second one (first at offset " +
+      fail(what + " at offset " + hex(kv.offset) +
+           ": expected unique keys, found a second one (first at offset " +
            hex(f_.kvs_[f_.kv_index_[kv.key]].offset) + ")");
     const uint32_t type = u32(pos_, what + " value type");
     pos_ += 4;
@@ -238,8 +259,8 @@ private:
     uint32_t a;
     std::memcpy(&a, v->data, 4);
     if (a == 0 || (a & (a - 1)) != 0)
-      fail("metadata key 'general.alignment' at offset " + hex(kv.offset) + ": expected a power of two, found " +
-           std::to_string(a));
+      fail("metadata key 'general.alignment' at offset " + hex(kv.offset) +
+           ": expected a power of two, found " + std::to_string(a));
     f_.alignment_ = a;
   }
 
@@ -250,7 +271,8 @@ private:
     check_name(name, "tensor #" + std::to_string(i) + " name", t.info_offset);
     const std::string what = "tensor " + printable(name);
     if (f_.tensor_index_.count(name))
-      fail(what + " at offset " + hex(t.info_offset) + ": expected unique tensor names, found a second one (first at offset " +
+      fail(what + " at offset " + hex(t.info_offset) +
+           ": expected unique tensor names, found a second one (first at offset " +
            hex(f_.tensors_[f_.tensor_index_[name]].info_offset) + ")");
     t.name = std::string(name);
     const uint64_t dims_at = pos_;
@@ -267,8 +289,8 @@ private:
         fail(what + " ne[" + std::to_string(k) + "] at offset " + hex(at) + ": expected 1.." +
              std::to_string(INT64_MAX) + ", found " + std::to_string(ne));
       if (elems > static_cast<uint64_t>(INT64_MAX) / ne)
-        fail(what + " ne[" + std::to_string(k) + "] at offset " + hex(at) + ": element count overflows int64 (" +
-             std::to_string(elems) + " x " + std::to_string(ne) + ")");
+        fail(what + " ne[" + std::to_string(k) + "] at offset " + hex(at) +
+             ": element count overflows int64 (" + std::to_string(elems) + " x " + std::to_string(ne) + ")");
       elems *= ne;
       t.ne[k] = static_cast<int64_t>(ne);
     }
@@ -278,12 +300,15 @@ private:
     const ggml::TypeInfo *ti = ggml::type_info(t.type);
     if (!ti) {
       const bool removed = t.type < ggml::kTypeCount;
-      fail(what + " type at offset " + hex(type_at) + ": expected a known ggml type id, found " + std::to_string(t.type) +
-           (removed ? std::string(" (") + ggml::detail::kTypes[t.type].name + ", removed from the format)" : ""));
+      fail(what + " type at offset " + hex(type_at) + ": expected a known ggml type id, found " +
+           std::to_string(t.type) +
+           (removed ? std::string(" (") + ggml::detail::kTypes[t.type].name + ", removed from the format)"
+                    : ""));
     }
     if (t.ne[0] % ti->block_elems != 0)
-      fail(what + " ne[0] at offset " + hex(dims_at + 4) + ": expected a multiple of " + std::to_string(ti->block_elems) +
-           " (the " + ti->name + " block size), found " + std::to_string(t.ne[0]));
+      fail(what + " ne[0] at offset " + hex(dims_at + 4) + ": expected a multiple of " +
+           std::to_string(ti->block_elems) + " (the " + ti->name + " block size), found " +
+           std::to_string(t.ne[0]));
     t.nb1 = static_cast<uint64_t>(t.ne[0]) / ti->block_elems * ti->block_bytes;
     const uint64_t rows = elems / static_cast<uint64_t>(t.ne[0]);
     if (t.nb1 != 0 && rows > UINT64_MAX / t.nb1)
@@ -307,8 +332,9 @@ private:
       return;
     }
     if (f_.data_offset_ > n_)
-      fail("data section: expected to start at offset " + hex(f_.data_offset_) + " (after the tensor infos, aligned to " +
-           std::to_string(f_.alignment_) + "), found file size " + hex(n_));
+      fail("data section: expected to start at offset " + hex(f_.data_offset_) +
+           " (after the tensor infos, aligned to " + std::to_string(f_.alignment_) + "), found file size " +
+           hex(n_));
     std::vector<size_t> order(ts.size());
     for (size_t i = 0; i < ts.size(); ++i) {
       order[i] = i;
@@ -327,8 +353,8 @@ private:
       const TensorInfo &p = ts[order[k - 1]], &c = ts[order[k]];
       if (c.offset < p.offset + p.nbytes)
         fail("tensor " + printable(c.name) + ": data [" + hex(c.offset) + ", " + hex(c.offset + c.nbytes) +
-             ") overlaps tensor " + printable(p.name) + " data [" + hex(p.offset) + ", " + hex(p.offset + p.nbytes) +
-             "); expected disjoint ranges");
+             ") overlaps tensor " + printable(p.name) + " data [" + hex(p.offset) + ", " +
+             hex(p.offset + p.nbytes) + "); expected disjoint ranges");
     }
   }
 
@@ -355,7 +381,8 @@ void Value::widen(int64_t &i64, uint64_t &u64, bool &negative) const {
   uint64_t u = 0;
   bool is_signed = false;
   switch (type) {
-  case WO_VALUE_U8: case WO_VALUE_BOOL: u = rd(uint8_t{}); break;
+  case WO_VALUE_U8:
+  case WO_VALUE_BOOL: u = rd(uint8_t{}); break;
   case WO_VALUE_U16: u = rd(uint16_t{}); break;
   case WO_VALUE_U32: u = rd(uint32_t{}); break;
   case WO_VALUE_U64: u = rd(uint64_t{}); break;
@@ -443,7 +470,8 @@ namespace {
 const Value &require(const File &f, std::string_view key) {
   const Value *v = f.find(key);
   if (!v)
-    throw Error(WO_ERR_NOT_FOUND, f.source() + ": metadata key '" + std::string(key) + "' is required but absent");
+    throw Error(WO_ERR_NOT_FOUND,
+                f.source() + ": metadata key '" + std::string(key) + "' is required but absent");
   return *v;
 }
 } // namespace
@@ -462,8 +490,8 @@ int64_t File::get_int(std::string_view key) const {
   bool neg;
   v.widen(i, u, neg);
   if (!neg && u > static_cast<uint64_t>(INT64_MAX))
-    throw Error(WO_ERR_TYPE_MISMATCH, source_ + ": metadata key '" + std::string(key) + "': expected a value that fits int64, found " +
-                                          std::to_string(u));
+    throw Error(WO_ERR_TYPE_MISMATCH, source_ + ": metadata key '" + std::string(key) +
+                                          "': expected a value that fits int64, found " + std::to_string(u));
   return i;
 }
 
@@ -475,8 +503,8 @@ uint64_t File::get_uint(std::string_view key) const {
   bool neg;
   v.widen(i, u, neg);
   if (neg)
-    throw Error(WO_ERR_TYPE_MISMATCH, source_ + ": metadata key '" + std::string(key) + "': expected a non-negative value, found " +
-                                          std::to_string(i));
+    throw Error(WO_ERR_TYPE_MISMATCH, source_ + ": metadata key '" + std::string(key) +
+                                          "': expected a non-negative value, found " + std::to_string(i));
   return u;
 }
 
@@ -521,6 +549,8 @@ std::optional<bool> File::find_bool(std::string_view key) const {
 
 std::string File::architecture() const { return std::string(get_string("general.architecture")); }
 
-std::string File::arch_key(std::string_view suffix) const { return architecture() + "." + std::string(suffix); }
+std::string File::arch_key(std::string_view suffix) const {
+  return architecture() + "." + std::string(suffix);
+}
 
 } // namespace wo::gguf

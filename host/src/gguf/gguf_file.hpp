@@ -33,13 +33,13 @@ struct OpenOptions {
 
 struct TensorInfo {
   std::string name;
-  uint32_t type = 0;   // ggml type id (see worker/ggml_types.hpp)
-  uint32_t n_dims = 0; // 1..4
+  uint32_t type = 0;            // ggml type id (see worker/ggml_types.hpp)
+  uint32_t n_dims = 0;          // 1..4
   int64_t ne[4] = {1, 1, 1, 1}; // ne[0] is the row length; unused dims are 1
-  uint64_t offset = 0; // absolute file offset of the data
-  uint64_t nbytes = 0; // bytes of the data
-  uint64_t nb1 = 0;    // bytes of one row (ne[0] elements)
-  uint64_t info_offset = 0; // file offset of this tensor's info record (for messages)
+  uint64_t offset = 0;          // absolute file offset of the data
+  uint64_t nbytes = 0;          // bytes of the data
+  uint64_t nb1 = 0;             // bytes of one row (ne[0] elements)
+  uint64_t info_offset = 0;     // file offset of this tensor's info record (for messages)
 
   uint64_t n_elements() const {
     return static_cast<uint64_t>(ne[0]) * static_cast<uint64_t>(ne[1]) * static_cast<uint64_t>(ne[2]) *
@@ -50,9 +50,9 @@ struct TensorInfo {
 // A metadata value: a view into the mapped file.
 struct Value {
   wo_value_type type = WO_VALUE_U8;
-  uint64_t offset = 0;          // file offset of the payload (after the type tag)
-  const uint8_t *data = nullptr; // scalar: its bytes; string: its chars; array: first element
-  uint64_t len = 0;             // string: bytes; array: number of elements; scalar: byte size
+  uint64_t offset = 0;                    // file offset of the payload (after the type tag)
+  const uint8_t *data = nullptr;          // scalar: its bytes; string: its chars; array: first element
+  uint64_t len = 0;                       // string: bytes; array: number of elements; scalar: byte size
   wo_value_type array_type = WO_VALUE_U8; // arrays only
   std::vector<std::string_view> strings;  // arrays of strings only: every element
 

@@ -53,7 +53,8 @@ wo_tensor to_wo_tensor(const File &f, const TensorInfo &t) {
   w.ggml_type = t.type;
   w.name = t.name.c_str();
   w.n_dims = t.n_dims;
-  for (int k = 0; k < 4; ++k) w.ne[k] = t.ne[k];
+  for (int k = 0; k < 4; ++k)
+    w.ne[k] = t.ne[k];
   w.nbytes = t.nbytes;
   w.nb1 = t.nb1;
   w.data = nullptr;
@@ -66,7 +67,9 @@ namespace {
 MetaHost &self(void *ctx) { return *static_cast<MetaHost *>(ctx); }
 
 void svc_log(void *ctx, wo_log_level level, const char *msg);
-wo_status svc_meta_get(void *ctx, const char *key, wo_value *out) { return meta_get(self(ctx).file(), key, out); }
+wo_status svc_meta_get(void *ctx, const char *key, wo_value *out) {
+  return meta_get(self(ctx).file(), key, out);
+}
 wo_status svc_meta_array_str(void *ctx, const char *key, uint64_t i, wo_str *out) {
   return meta_array_str(self(ctx).file(), key, i, out);
 }
@@ -99,7 +102,8 @@ void svc_log(void *ctx, wo_log_level level, const char *msg) { self(ctx).log_mes
 } // namespace
 
 MetaHost::MetaHost(const File &f, LogFn log) : file_(f), log_(std::move(log)) {
-  for (const TensorInfo &t : f.tensors()) tensors_.emplace(t.name, to_wo_tensor(f, t));
+  for (const TensorInfo &t : f.tensors())
+    tensors_.emplace(t.name, to_wo_tensor(f, t));
   host_.struct_size = sizeof(wo_host);
   host_.abi_major = WORKER_SDK_ABI_MAJOR;
   host_.abi_minor = WORKER_SDK_ABI_MINOR;

@@ -64,7 +64,8 @@ std::unique_ptr<MappedRegion> map_path(const ModelLocation &loc, const std::stri
   if (!model_root.empty()) {
     std::string root = real_path(model_root);
     if (root.empty())
-      fail(WO_ERR_INVALID_ARGUMENT, "--model-root '" + model_root + "' does not resolve: " + std::strerror(errno));
+      fail(WO_ERR_INVALID_ARGUMENT,
+           "--model-root '" + model_root + "' does not resolve: " + std::strerror(errno));
     std::string real = real_path(loc.path);
     if (real.empty()) fail(WO_ERR_IO, what + " does not resolve: " + std::strerror(errno));
     std::string prefix = root == "/" ? root : root + "/";
@@ -108,28 +109,37 @@ MappedRegion::~MappedRegion() {
 ModelLocation parse_location(const std::string &text) {
   ModelLocation loc;
   loc.text = text;
-  if (text.empty()) fail(WO_ERR_INVALID_ARGUMENT, "model location is empty (expected a path, file:/path or ram:NAME)");
+  if (text.empty())
+    fail(WO_ERR_INVALID_ARGUMENT, "model location is empty (expected a path, file:/path or ram:NAME)");
   if (text.compare(0, 4, "ram:") == 0) {
     loc.kind = ModelLocation::Kind::shm;
     loc.shm = text.substr(4);
     if (loc.shm.empty() || loc.shm.size() > 255)
-      fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text + "': expected ram:NAME with a name of 1 to 255 characters, found " +
+      fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text +
+                                        "': expected ram:NAME with a name of 1 to 255 characters, found " +
                                         std::to_string(loc.shm.size()));
     for (size_t i = 0; i < loc.shm.size(); ++i) {
       char c = loc.shm[i];
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+      bool ok =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
       if (!ok)
-        fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text + "': ram: names may hold only letters, digits, '-' and '_', found '" +
-                                          std::string(1, c) + "' at character " + std::to_string(4 + i));
+        fail(WO_ERR_INVALID_ARGUMENT,
+             "model location '" + text + "': ram: names may hold only letters, digits, '-' and '_', found '" +
+                 std::string(1, c) + "' at character " + std::to_string(4 + i));
     }
     return loc;
   }
   loc.path = text;
-  if (text.compare(0, 7, "file://") == 0) loc.path = text.substr(7);
-  else if (text.compare(0, 5, "file:") == 0) loc.path = text.substr(5);
-  if (loc.path.empty()) fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text + "': the path after file: is empty");
+  if (text.compare(0, 7, "file://") == 0)
+    loc.path = text.substr(7);
+  else if (text.compare(0, 5, "file:") == 0)
+    loc.path = text.substr(5);
+  if (loc.path.empty())
+    fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text + "': the path after file: is empty");
   if (has_dotdot_component(loc.path))
-    fail(WO_ERR_INVALID_ARGUMENT, "model location '" + text + "': paths with '..' components are rejected (expected a path without '..')");
+    fail(WO_ERR_INVALID_ARGUMENT,
+         "model location '" + text +
+             "': paths with '..' components are rejected (expected a path without '..')");
   return loc;
 }
 

@@ -102,8 +102,10 @@ ModelSummary summarize(const File &f) {
   }
   if (auto m = f.find("tokenizer.ggml.model"); m && m->type == WO_VALUE_STRING) s.tokenizer_model = m->str();
   if (auto p = f.find("tokenizer.ggml.pre"); p && p->type == WO_VALUE_STRING) s.tokenizer_pre = p->str();
-  if (auto t = f.find("tokenizer.ggml.tokens"); t && t->is_array()) s.vocab_size = t->len;
-  else if (!s.architecture.empty()) s.vocab_size = uint_or(f, s.architecture + ".vocab_size", 0);
+  if (auto t = f.find("tokenizer.ggml.tokens"); t && t->is_array())
+    s.vocab_size = t->len;
+  else if (!s.architecture.empty())
+    s.vocab_size = uint_or(f, s.architecture + ".vocab_size", 0);
 
   // Per-type counts and bytes.
   std::map<uint32_t, TypeStat> by_type;
@@ -116,7 +118,8 @@ ModelSummary summarize(const File &f) {
     s.weight_bytes += t.nbytes;
   }
   s.tensor_count = f.tensors().size();
-  for (auto &kv : by_type) s.types.push_back(kv.second);
+  for (auto &kv : by_type)
+    s.types.push_back(kv.second);
   std::sort(s.types.begin(), s.types.end(), [](const TypeStat &a, const TypeStat &b) {
     return a.count != b.count ? a.count > b.count : a.name < b.name;
   });
@@ -135,10 +138,14 @@ ModelSummary summarize(const File &f) {
                     return a.bytes < b.bytes;
                   })->name;
   std::string parts;
-  for (const TypeStat &t : s.types) parts += (parts.empty() ? "" : ", ") + t.name + "\u00d7" + std::to_string(t.count);
-  if (s.types.empty()) s.quant_label = "no tensors";
-  else if (s.types.size() == 1) s.quant_label = s.file_type + ": " + parts;
-  else s.quant_label = s.file_type + " mix: " + parts;
+  for (const TypeStat &t : s.types)
+    parts += (parts.empty() ? "" : ", ") + t.name + "\u00d7" + std::to_string(t.count);
+  if (s.types.empty())
+    s.quant_label = "no tensors";
+  else if (s.types.size() == 1)
+    s.quant_label = s.file_type + ": " + parts;
+  else
+    s.quant_label = s.file_type + " mix: " + parts;
 
   // KV cache at the model's context length, FP16 K and V (spec ML-5011). Sliding-window layouts
   // (gpt-oss) are counted as full attention: an upper bound.
@@ -166,16 +173,23 @@ using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
 void put(Writer &w, const std::string &s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
 void put_or_null(Writer &w, const std::string &s) {
-  if (s.empty()) w.Null();
-  else put(w, s);
+  if (s.empty())
+    w.Null();
+  else
+    put(w, s);
 }
 
 void put_hparam(Writer &w, const HparamValue &v) {
-  if (auto i = std::get_if<int64_t>(&v)) w.Int64(*i);
-  else if (auto u = std::get_if<uint64_t>(&v)) w.Uint64(*u);
-  else if (auto d = std::get_if<double>(&v)) w.Double(*d);
-  else if (auto b = std::get_if<bool>(&v)) w.Bool(*b);
-  else put(w, std::get<std::string>(v));
+  if (auto i = std::get_if<int64_t>(&v))
+    w.Int64(*i);
+  else if (auto u = std::get_if<uint64_t>(&v))
+    w.Uint64(*u);
+  else if (auto d = std::get_if<double>(&v))
+    w.Double(*d);
+  else if (auto b = std::get_if<bool>(&v))
+    w.Bool(*b);
+  else
+    put(w, std::get<std::string>(v));
 }
 
 std::string hparam_text(const HparamValue &v) {
@@ -192,16 +206,21 @@ std::string hparam_text(const HparamValue &v) {
 
 std::string human_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(1ull << 20));
-  else if (b >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.2f KiB", b / double(1ull << 10));
-  else std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(1ull << 20));
+  else if (b >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%.2f KiB", b / double(1ull << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
   return buf;
 }
 
 std::string shape_text(const TensorInfo &t) {
   std::string s = "[";
-  for (uint32_t k = 0; k < t.n_dims; ++k) s += (k ? ", " : "") + std::to_string(t.ne[k]);
+  for (uint32_t k = 0; k < t.n_dims; ++k)
+    s += (k ? ", " : "") + std::to_string(t.ne[k]);
   return s + "]";
 }
 
@@ -272,11 +291,15 @@ std::string summary_json(const File &f, const ModelSummary &s, const std::option
   w.Key("plugins");
   w.StartObject();
   w.Key("architecture");
-  if (plugins) put_or_null(w, plugins->architecture);
-  else w.Null();
+  if (plugins)
+    put_or_null(w, plugins->architecture);
+  else
+    w.Null();
   w.Key("tokenizer");
-  if (plugins) put_or_null(w, plugins->tokenizer);
-  else w.Null();
+  if (plugins)
+    put_or_null(w, plugins->tokenizer);
+  else
+    w.Null();
   w.Key("quant");
   w.StartObject();
   if (plugins)
@@ -289,8 +312,10 @@ std::string summary_json(const File &f, const ModelSummary &s, const std::option
   w.Key("missing");
   w.StartArray();
   if (plugins)
-    for (const std::string &m : plugins->missing) put(w, m);
-  else put(w, "plugins were not resolved (no plugin registry in this build)");
+    for (const std::string &m : plugins->missing)
+      put(w, m);
+  else
+    put(w, "plugins were not resolved (no plugin registry in this build)");
   w.EndArray();
   if (with_tensors) {
     w.Key("tensors");
@@ -303,7 +328,8 @@ std::string summary_json(const File &f, const ModelSummary &s, const std::option
       w.String(ggml::type_info(t.type)->name);
       w.Key("shape");
       w.StartArray();
-      for (uint32_t k = 0; k < t.n_dims; ++k) w.Int64(t.ne[k]);
+      for (uint32_t k = 0; k < t.n_dims; ++k)
+        w.Int64(t.ne[k]);
       w.EndArray();
       w.Key("offset");
       w.Uint64(t.offset);
@@ -322,35 +348,39 @@ std::string summary_text(const File &f, const ModelSummary &s, const std::option
   std::ostringstream o;
   o << "model:        " << s.source << "\n";
   o << "file size:    " << s.file_size << " bytes (" << human_bytes(s.file_size) << ")\n";
-  o << "gguf:         version " << s.version << ", alignment " << s.alignment << ", data at " << hex(f.data_offset())
-    << "\n";
+  o << "gguf:         version " << s.version << ", alignment " << s.alignment << ", data at "
+    << hex(f.data_offset()) << "\n";
   o << "architecture: " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
   o << "name:         " << (s.name.empty() ? "(none)" : s.name) << "\n";
   o << "quant:        " << s.quant_label << "\n";
-  o << "tensors:      " << s.tensor_count << ", " << s.weight_bytes << " bytes (" << human_bytes(s.weight_bytes) << ")\n";
+  o << "tensors:      " << s.tensor_count << ", " << s.weight_bytes << " bytes ("
+    << human_bytes(s.weight_bytes) << ")\n";
   for (const TypeStat &t : s.types)
-    o << "  " << t.name << std::string(t.name.size() < 8 ? 8 - t.name.size() : 1, ' ') << t.count << " tensors, "
-      << t.bytes << " bytes\n";
+    o << "  " << t.name << std::string(t.name.size() < 8 ? 8 - t.name.size() : 1, ' ') << t.count
+      << " tensors, " << t.bytes << " bytes\n";
   o << "tokenizer:    model " << (s.tokenizer_model.empty() ? "(none)" : s.tokenizer_model) << ", pre "
     << (s.tokenizer_pre.empty() ? "(none)" : s.tokenizer_pre) << ", vocab " << s.vocab_size << "\n";
   o << "hparams:\n";
-  for (const auto &[k, v] : s.hparams) o << "  " << k << " = " << hparam_text(v) << "\n";
+  for (const auto &[k, v] : s.hparams)
+    o << "  " << k << " = " << hparam_text(v) << "\n";
   o << "vram:         ~" << human_bytes(s.estimated_vram_bytes) << " (" << s.estimated_vram_bytes
-    << " bytes: weights + FP16 KV cache of " << human_bytes(s.kv_cache_bytes) << " at context " << s.context_length
-    << ")\n";
+    << " bytes: weights + FP16 KV cache of " << human_bytes(s.kv_cache_bytes) << " at context "
+    << s.context_length << ")\n";
   if (plugins) {
     o << "plugins:      architecture " << (plugins->architecture.empty() ? "(none)" : plugins->architecture)
       << ", tokenizer " << (plugins->tokenizer.empty() ? "(none)" : plugins->tokenizer) << "\n";
-    for (const auto &[type, plugin] : plugins->quant) o << "  " << type << " -> " << plugin << "\n";
-    for (const std::string &m : plugins->missing) o << "missing:      " << m << "\n";
+    for (const auto &[type, plugin] : plugins->quant)
+      o << "  " << type << " -> " << plugin << "\n";
+    for (const std::string &m : plugins->missing)
+      o << "missing:      " << m << "\n";
   } else {
     o << "plugins:      not resolved (no plugin registry in this build)\n";
   }
   if (with_tensors) {
     o << "tensor list (name, type, shape, offset, bytes):\n";
     for (const TensorInfo &t : f.tensors())
-      o << "  " << t.name << "  " << ggml::type_info(t.type)->name << "  " << shape_text(t) << "  " << hex(t.offset)
-        << "  " << t.nbytes << "\n";
+      o << "  " << t.name << "  " << ggml::type_info(t.type)->name << "  " << shape_text(t) << "  "
+        << hex(t.offset) << "  " << t.nbytes << "\n";
   }
   return o.str();
 }

@@ -47,10 +47,10 @@ struct ModelSummary {
 
 // Which plugins would serve the model (filled by the CLI from the plugin registry).
 struct PluginReport {
-  std::string architecture;                // "" when none
-  std::string tokenizer;                   // "" when none
+  std::string architecture;                 // "" when none
+  std::string tokenizer;                    // "" when none
   std::map<std::string, std::string> quant; // type name -> plugin name, for every type served
-  std::vector<std::string> missing;        // one sentence per thing nothing serves
+  std::vector<std::string> missing;         // one sentence per thing nothing serves
 };
 
 ModelSummary summarize(const File &f);

@@ -19,15 +19,20 @@ inline size_t utf8_invalid_at(std::string_view s) {
     }
     size_t len;
     unsigned lo = 0x80, hi = 0xBF; // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
       len = 3;
-      if (c == 0xE0) lo = 0xA0;      // no overlongs
-      else if (c == 0xED) hi = 0x9F; // no surrogates
+      if (c == 0xE0)
+        lo = 0xA0; // no overlongs
+      else if (c == 0xED)
+        hi = 0x9F; // no surrogates
     } else if (c >= 0xF0 && c <= 0xF4) {
       len = 4;
-      if (c == 0xF0) lo = 0x90;      // no overlongs
-      else if (c == 0xF4) hi = 0x8F; // nothing above U+10FFFF
+      if (c == 0xF0)
+        lo = 0x90; // no overlongs
+      else if (c == 0xF4)
+        hi = 0x8F; // nothing above U+10FFFF
     } else
       return i;
     if (n - i < len || p[i + 1] < lo || p[i + 1] > hi) return i;

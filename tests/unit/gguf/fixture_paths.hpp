@@ -22,7 +22,9 @@ inline const std::vector<std::string> &fixture_models() {
                                              "gpt2-tiny-Q8_0"};
   return m;
 }
-inline std::string model_path(const std::string &name) { return fixtures_dir() + "/models/" + name + ".gguf"; }
+inline std::string model_path(const std::string &name) {
+  return fixtures_dir() + "/models/" + name + ".gguf";
+}
 
 inline std::vector<uint8_t> read_all(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

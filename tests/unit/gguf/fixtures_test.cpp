@@ -65,7 +65,8 @@ TEST_P(FixtureModel, TruncatedCopiesFailCleanly) {
   std::vector<uint64_t> all(cuts.begin(), cuts.end());
   std::vector<uint64_t> picked(all.begin(), all.begin() + 14);
   const size_t rest = all.size() - 14, want = 26;
-  for (size_t k = 0; k < want && k < rest; ++k) picked.push_back(all[14 + k * rest / std::min(rest, want)]);
+  for (size_t k = 0; k < want && k < rest; ++k)
+    picked.push_back(all[14 + k * rest / std::min(rest, want)]);
   size_t tried = 0;
   for (uint64_t n : picked) {
     if (n >= bytes.size()) continue;
@@ -98,7 +99,8 @@ TEST_P(FixtureModel, CorruptedHeaderFieldsFailCleanly) {
   // The tokens array: its length.
   for (const KeyValue &kv : f->metadata())
     if (kv.value.is_array()) {
-      expect_clean_rejection(patched(kv.value.offset + 4, &huge, 8), m + " array length of " + std::string(kv.key));
+      expect_clean_rejection(patched(kv.value.offset + 4, &huge, 8),
+                             m + " array length of " + std::string(kv.key));
       break;
     }
   const TensorInfo &t = f->tensors()[f->tensors().size() / 2];
@@ -136,7 +138,8 @@ TEST_P(FixtureModel, RandomHeaderByteFlipsNeverCrash) {
   int rejected = 0;
   for (int i = 0; i < 20; ++i) {
     std::vector<uint8_t> b(bytes);
-    for (int k = 0; k < 4; ++k) b[rng() % header_end] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    for (int k = 0; k < 4; ++k)
+      b[rng() % header_end] ^= static_cast<uint8_t>(1u << (rng() % 8));
     try {
       File::parse(b.data(), b.size());
     } catch (const Error &e) {
@@ -147,13 +150,12 @@ TEST_P(FixtureModel, RandomHeaderByteFlipsNeverCrash) {
   SUCCEED() << rejected << " of 20 flipped copies rejected";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FixtureModel, ::testing::ValuesIn(fixture_models()),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, FixtureModel, ::testing::ValuesIn(fixture_models()), [](const auto &info) {
+  std::string n = info.param;
+  for (char &c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 // Vocab-only GGUFs: metadata and no tensors.
 TEST(GgufVocabOnly, OpenWithTokensAndNoTensors) {

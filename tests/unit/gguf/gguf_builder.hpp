@@ -46,14 +46,16 @@ public:
     std::vector<uint8_t> p;
     pod(p, uint32_t{8});
     pod(p, static_cast<uint64_t>(v.size()));
-    for (const auto &s : v) str(p, s);
+    for (const auto &s : v)
+      str(p, s);
     kv_raw(key, 9, p);
   }
   template <class T> void kv_array(const std::string &key, uint32_t elem_type, const std::vector<T> &v) {
     std::vector<uint8_t> p;
     pod(p, elem_type);
     pod(p, static_cast<uint64_t>(v.size()));
-    for (const T &x : v) pod(p, x);
+    for (const T &x : v)
+      pod(p, x);
     kv_raw(key, 9, p);
   }
 
@@ -71,17 +73,18 @@ public:
                  std::optional<uint64_t> offset = std::nullopt) {
     Tensor t{name, std::move(ne), type, nbytes, offset, {}};
     t.data.resize(nbytes);
-    for (auto &b : t.data) b = static_cast<uint8_t>(rng_());
+    for (auto &b : t.data)
+      b = static_cast<uint8_t>(rng_());
     tensors_.push_back(std::move(t));
     return tensors_.back();
   }
 
   // ---- layout facts, valid after build() ----
-  uint64_t kv_start = 0;                 // first key/value
-  std::vector<uint64_t> tensor_info_at;  // each tensor's info record
-  uint64_t data_offset = 0;              // start of the data section
-  std::vector<uint64_t> tensor_rel;      // each tensor's offset relative to the data section
-  uint64_t truncate_to = UINT64_MAX;     // cut the file after building
+  uint64_t kv_start = 0;                // first key/value
+  std::vector<uint64_t> tensor_info_at; // each tensor's info record
+  uint64_t data_offset = 0;             // start of the data section
+  std::vector<uint64_t> tensor_rel;     // each tensor's offset relative to the data section
+  uint64_t truncate_to = UINT64_MAX;    // cut the file after building
 
   std::vector<uint8_t> build() {
     std::vector<uint8_t> f(magic.begin(), magic.end());
@@ -97,7 +100,8 @@ public:
       tensor_info_at.push_back(f.size());
       str(f, t.name);
       pod(f, static_cast<uint32_t>(t.ne.size()));
-      for (uint64_t n : t.ne) pod(f, n);
+      for (uint64_t n : t.ne)
+        pod(f, n);
       pod(f, t.type);
       const uint64_t rel = t.offset.value_or(next);
       tensor_rel.push_back(rel);

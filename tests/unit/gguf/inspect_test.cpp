@@ -41,7 +41,8 @@ CmdResult run(const std::string &args, const std::string &err_file = "/dev/null"
   if (!p) return r;
   char buf[65536];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
   int st = ::pclose(p);
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
@@ -123,7 +124,8 @@ TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
   // estimated_vram_bytes = weights + 2 (K,V) x n_layer x n_ctx x n_head_kv x head_dim x 2 bytes.
   auto f = File::open(model_path(name));
   uint64_t weights = 0;
-  for (const auto &t : f->tensors()) weights += t.nbytes;
+  for (const auto &t : f->tensors())
+    weights += t.nbytes;
   const uint64_t n_layer = meta[(arch + ".block_count").c_str()].GetUint64();
   const uint64_t n_ctx = meta[(arch + ".context_length").c_str()].GetUint64();
   const uint64_t n_head = meta[(arch + ".attention.head_count").c_str()].GetUint64();
@@ -144,11 +146,15 @@ TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
   ASSERT_TRUE(plugins["quant"].IsObject());
   ASSERT_TRUE(d["missing"].IsArray());
   std::string missing;
-  for (const auto &m : d["missing"].GetArray()) missing += std::string(m.GetString()) + "\n";
+  for (const auto &m : d["missing"].GetArray())
+    missing += std::string(m.GetString()) + "\n";
   for (const auto &[type, count] : expected)
-    EXPECT_TRUE(plugins["quant"].HasMember(type.c_str()) || missing.find("type " + type + " ") != std::string::npos)
-        << type << "\n" << missing;
-  EXPECT_TRUE(plugins["architecture"].IsString() || missing.find("architecture: ") != std::string::npos) << missing;
+    EXPECT_TRUE(plugins["quant"].HasMember(type.c_str()) ||
+                missing.find("type " + type + " ") != std::string::npos)
+        << type << "\n"
+        << missing;
+  EXPECT_TRUE(plugins["architecture"].IsString() || missing.find("architecture: ") != std::string::npos)
+      << missing;
   EXPECT_TRUE(plugins["tokenizer"].IsString() || missing.find("tokenizer: ") != std::string::npos) << missing;
   if (plugins["architecture"].IsString()) {
     EXPECT_EQ(missing.find("architecture: "), std::string::npos) << missing;
@@ -321,7 +327,8 @@ TEST(DumpTensor, QuantTypesMatchTheGoldensThroughTheirCodec) {
   if (::access(binary().c_str(), X_OK) != 0) GTEST_SKIP() << "worker-orcd not built";
   const auto index_text = read_all(fixtures_dir() + "/quant/index.json");
   rapidjson::Document index;
-  ASSERT_FALSE(index.Parse(reinterpret_cast<const char *>(index_text.data()), index_text.size()).HasParseError());
+  ASSERT_FALSE(
+      index.Parse(reinterpret_cast<const char *>(index_text.data()), index_text.size()).HasParseError());
   const std::string model = tmp_path("quant.gguf"), out = tmp_path("quant.f32"), err = tmp_path("quant.err");
   int served = 0, unserved = 0;
   for (const auto &e : index.GetArray()) {
@@ -346,7 +353,8 @@ TEST(DumpTensor, QuantTypesMatchTheGoldensThroughTheirCodec) {
     if (r.code != 0) {
       auto msg = read_all(err);
       std::string text(msg.begin(), msg.end());
-      EXPECT_NE(text.find("found none"), std::string::npos) << prefix << ": " << text; // only "no codec" may fail
+      EXPECT_NE(text.find("found none"), std::string::npos)
+          << prefix << ": " << text; // only "no codec" may fail
       ++unserved;
       continue;
     }
@@ -363,7 +371,8 @@ TEST(DumpTensor, QuantTypesMatchTheGoldensThroughTheirCodec) {
   std::remove(model.c_str());
   std::remove(out.c_str());
   std::remove(err.c_str());
-  if (served == 0) GTEST_SKIP() << "no quant plugin in " << WORKER_PLUGIN_DIR_DEFAULT << " (" << unserved << " cases)";
+  if (served == 0)
+    GTEST_SKIP() << "no quant plugin in " << WORKER_PLUGIN_DIR_DEFAULT << " (" << unserved << " cases)";
 }
 
 } // namespace

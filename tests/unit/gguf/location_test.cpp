@@ -24,7 +24,8 @@ class Locations : public ::testing::Test {
 protected:
   void SetUp() override {
     std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("gguf-loc-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    dir_ =
+        fs::temp_directory_path() / ("gguf-loc-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
     fs::create_directories(dir_);
   }
   void TearDown() override {
@@ -127,7 +128,8 @@ TEST_F(Locations, ForeignFormatsNamed) {
   std::mt19937 rng(std::random_device{}());
   auto noise = [&](size_t n) {
     std::vector<uint8_t> v(n);
-    for (auto &b : v) b = static_cast<uint8_t>(rng());
+    for (auto &b : v)
+      b = static_cast<uint8_t>(rng());
     return v;
   };
   // safetensors: u64 LE header length, then the JSON header.
@@ -164,7 +166,8 @@ TEST_F(Locations, ForeignFormatsNamed) {
   expect_has(open_error(path("empty.gguf"), WO_ERR_FORMAT), "empty");
 
   write_all(path("text.gguf"), {'h', 'e', 'l', 'l', 'o', '\n'});
-  expect_has(open_error(path("text.gguf"), WO_ERR_FORMAT), "expected 'GGUF' (47 47 55 46), found 68 65 6c 6c");
+  expect_has(open_error(path("text.gguf"), WO_ERR_FORMAT),
+             "expected 'GGUF' (47 47 55 46), found 68 65 6c 6c");
 }
 
 } // namespace

@@ -73,7 +73,8 @@ TEST(GgufMetadata, TypedGetters) {
   EXPECT_TRUE(f.get_bool("tokenizer.ggml.add_bos_token"));
   const Value &toks = f.get_array("tokenizer.ggml.tokens", WO_VALUE_STRING);
   ASSERT_EQ(toks.strings.size(), m->tokens.size());
-  for (size_t i = 0; i < m->tokens.size(); ++i) EXPECT_EQ(toks.strings[i], m->tokens[i]);
+  for (size_t i = 0; i < m->tokens.size(); ++i)
+    EXPECT_EQ(toks.strings[i], m->tokens[i]);
   EXPECT_FALSE(f.find_int("qwen2.absent").has_value());
   EXPECT_EQ(*f.find_string("general.architecture"), "qwen2");
 }
@@ -83,7 +84,7 @@ TEST(GgufMetadata, GetterErrorsNameKeyExpectedAndFound) {
   const File &f = *m->f;
   EXPECT_EQ(status_of([&] { f.get_int("qwen2.absent"); }), WO_ERR_NOT_FOUND);
   EXPECT_EQ(status_of([&] { f.get_string("qwen2.context_length"); }), WO_ERR_TYPE_MISMATCH);
-  EXPECT_EQ(status_of([&] { f.get_int("general.big"); }), WO_ERR_TYPE_MISMATCH);     // > INT64_MAX
+  EXPECT_EQ(status_of([&] { f.get_int("general.big"); }), WO_ERR_TYPE_MISMATCH);       // > INT64_MAX
   EXPECT_EQ(status_of([&] { f.get_uint("general.negative"); }), WO_ERR_TYPE_MISMATCH); // negative
   EXPECT_EQ(status_of([&] { f.get_bool("qwen2.context_length"); }), WO_ERR_TYPE_MISMATCH);
   EXPECT_EQ(status_of([&] { f.get_array("tokenizer.ggml.scores", WO_VALUE_STRING); }), WO_ERR_TYPE_MISMATCH);
@@ -154,7 +155,8 @@ TEST(GgufHostMeta, OlderCallerStructIsNotOverrun) {
   ASSERT_EQ(meta_get(*m->f, "general.architecture", &p.v), WO_OK);
   EXPECT_EQ(std::string(p.v.str.data, p.v.str.len), "qwen2");
   const auto *tail = reinterpret_cast<const uint8_t *>(&p.v) + offsetof(wo_value, array_type);
-  for (size_t i = 0; i < sizeof(wo_value) - offsetof(wo_value, array_type); ++i) EXPECT_EQ(tail[i], 0xab);
+  for (size_t i = 0; i < sizeof(wo_value) - offsetof(wo_value, array_type); ++i)
+    EXPECT_EQ(tail[i], 0xab);
 }
 
 TEST(GgufHostMeta, MetaArrayStr) {

@@ -38,7 +38,8 @@ std::string error_of(const std::vector<uint8_t> &bytes, const OpenOptions &opts 
 }
 
 void expect_has(const std::string &msg, const std::vector<std::string> &parts) {
-  for (const auto &p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  for (const auto &p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 TEST(GgufValidation, ValidFileParsesWithFactsInPlace) {
@@ -115,7 +116,8 @@ TEST(GgufValidation, TensorCountLargerThanTheFileCanHold) {
 TEST(GgufValidation, MetadataCountLargerThanTheFileCanHold) {
   GgufBuilder b = valid_builder();
   b.kv_count_override = 1ull << 40;
-  expect_has(error_of(b.build()), {"metadata count at offset 0x10", "expected at most", "found 1099511627776"});
+  expect_has(error_of(b.build()),
+             {"metadata count at offset 0x10", "expected at most", "found 1099511627776"});
 }
 
 TEST(GgufValidation, StringLengthPastEnd) {
@@ -126,8 +128,8 @@ TEST(GgufValidation, StringLengthPastEnd) {
   b.kv_raw("general.name", 8, payload);
   auto bytes = b.build();
   const uint64_t value_at = b.kv_start + 8 + 12 + 4;
-  expect_has(error_of(bytes), {"metadata key 'general.name'", "offset " + hex(value_at), "length 1000",
-                               "past the end"});
+  expect_has(error_of(bytes),
+             {"metadata key 'general.name'", "offset " + hex(value_at), "length 1000", "past the end"});
 }
 
 TEST(GgufValidation, KeyLengthPastEnd) {
@@ -149,8 +151,8 @@ TEST(GgufValidation, NumericArrayLengthPastEnd) {
   GgufBuilder::pod(p, uint64_t{1} << 62); // * 4 bytes overflows 64 bits
   GgufBuilder::pod(p, 1.0f);
   b.kv_raw("tokenizer.ggml.scores", 9, p);
-  expect_has(error_of(b.build()), {"metadata key 'tokenizer.ggml.scores'", "array of", "f32", "more than 2^64",
-                                   "before the end of the file"});
+  expect_has(error_of(b.build()), {"metadata key 'tokenizer.ggml.scores'", "array of", "f32",
+                                   "more than 2^64", "before the end of the file"});
 }
 
 TEST(GgufValidation, StringArrayCountPastEnd) {
@@ -223,12 +225,13 @@ TEST(GgufValidation, KeyNotUtf8) {
   GgufBuilder b;
   b.kv_u32(std::string("general.\xff\xfe"), 1);
   auto bytes = b.build();
-  expect_has(error_of(bytes), {"metadata key #0", "expected valid UTF-8", "index 8", "offset " + hex(b.kv_start)});
+  expect_has(error_of(bytes),
+             {"metadata key #0", "expected valid UTF-8", "index 8", "offset " + hex(b.kv_start)});
 }
 
 TEST(GgufValidation, OverlongAndSurrogateUtf8Rejected) {
-  for (std::string bad : {std::string("k\xc0\xaf"), std::string("k\xed\xa0\x80"), std::string("k\xf4\x90\x80\x80"),
-                          std::string("k\xe2\x82")}) {
+  for (std::string bad : {std::string("k\xc0\xaf"), std::string("k\xed\xa0\x80"),
+                          std::string("k\xf4\x90\x80\x80"), std::string("k\xe2\x82")}) {
     GgufBuilder b;
     b.kv_u32(bad, 1);
     expect_has(error_of(b.build()), {"expected valid UTF-8", "index 1"});

@@ -25,10 +25,17 @@ void str(std::vector<uint8_t> &o, std::string_view s) {
 }
 uint64_t elem_size(uint32_t t) {
   switch (t) {
-  case 0: case 1: case 7: return 1;
-  case 2: case 3: return 2;
-  case 4: case 5: case 6: return 4;
-  case 10: case 11: case 12: return 8;
+  case 0:
+  case 1:
+  case 7: return 1;
+  case 2:
+  case 3: return 2;
+  case 4:
+  case 5:
+  case 6: return 4;
+  case 10:
+  case 11:
+  case 12: return 8;
   default: return 0;
   }
 }
@@ -43,14 +50,17 @@ std::vector<uint8_t> shrink(const wo::gguf::File &f, bool with_tensors) {
     str(o, kv.key);
     pod(o, static_cast<uint32_t>(kv.value.type));
     const auto &v = kv.value;
-    if (v.type == WO_VALUE_STRING) str(o, v.str());
-    else if (v.type != WO_VALUE_ARRAY) o.insert(o.end(), v.data, v.data + v.len);
+    if (v.type == WO_VALUE_STRING)
+      str(o, v.str());
+    else if (v.type != WO_VALUE_ARRAY)
+      o.insert(o.end(), v.data, v.data + v.len);
     else {
       const uint64_t n = v.len < keep ? v.len : keep;
       pod(o, static_cast<uint32_t>(v.array_type));
       if (v.array_type == WO_VALUE_STRING) {
         pod(o, n);
-        for (uint64_t i = 0; i < n; ++i) str(o, v.strings[i]);
+        for (uint64_t i = 0; i < n; ++i)
+          str(o, v.strings[i]);
       } else if (uint64_t es = elem_size(v.array_type)) {
         pod(o, n);
         o.insert(o.end(), v.data, v.data + n * es);
@@ -66,7 +76,8 @@ std::vector<uint8_t> shrink(const wo::gguf::File &f, bool with_tensors) {
       const auto *ti = wo::ggml::type_info(t.type);
       str(o, t.name);
       pod(o, t.n_dims);
-      for (uint32_t k = 0; k < t.n_dims; ++k) pod(o, static_cast<uint64_t>(k == 0 ? ti->block_elems : k == 1 ? 2 : 1));
+      for (uint32_t k = 0; k < t.n_dims; ++k)
+        pod(o, static_cast<uint64_t>(k == 0 ? ti->block_elems : k == 1 ? 2 : 1));
       pod(o, t.type);
       pod(o, next);
       const uint64_t nbytes = uint64_t{ti->block_bytes} * (t.n_dims > 1 ? 2 : 1);
@@ -78,7 +89,8 @@ std::vector<uint8_t> shrink(const wo::gguf::File &f, bool with_tensors) {
   const uint64_t data = (o.size() + a - 1) / a * a;
   o.resize(data + next, 0);
   for (size_t i = 0; i < places.size(); ++i) // deterministic non-zero bytes
-    for (uint64_t k = 0; k < places[i].second; ++k) o[data + places[i].first + k] = static_cast<uint8_t>(i * 31 + k * 7 + 1);
+    for (uint64_t k = 0; k < places[i].second; ++k)
+      o[data + places[i].first + k] = static_cast<uint8_t>(i * 31 + k * 7 + 1);
   if (!places.empty()) o.resize(data + places.back().first + places.back().second);
   return o;
 }
