@@ -7,8 +7,8 @@
 
 namespace wo::llama {
 
-enum class Rope { Norm, Neox };          // adjacent pairs (2i, 2i+1) | halves (i, i + n_rot/2)
-enum class QkvLayout { Separate, Fused }; // attn_q/k/v | attn_qkv rows [q; k; v]
+enum class Rope { Norm, Neox };                 // adjacent pairs (2i, 2i+1) | halves (i, i + n_rot/2)
+enum class QkvLayout { Separate, Fused };       // attn_q/k/v | attn_qkv rows [q; k; v]
 enum class FfnLayout { Separate, FusedGateUp }; // ffn_gate + ffn_up | ffn_up rows [gate; up]
 enum class Need { Absent, Optional, Required };
 
@@ -17,8 +17,8 @@ struct ArchTable {
   Rope rope;
   QkvLayout qkv;
   FfnLayout ffn;
-  Need qkv_bias;          // attn_q/k/v.bias (or attn_qkv.bias)
-  Need output_bias;       // attn_output.bias
+  Need qkv_bias;           // attn_q/k/v.bias (or attn_qkv.bias)
+  Need output_bias;        // attn_output.bias
   bool use_sliding_window; // false: ignore {arch}.attention.sliding_window (phi3, as llama.cpp does)
 
   // Tensor names; "%d" is the layer index.

@@ -23,7 +23,8 @@ HParams read_hparams(const HostView &h) {
   const std::string arch = h.get_str("general.architecture");
   hp.arch = find_arch(arch);
   if (!hp.arch)
-    throw Error(WO_ERR_UNSUPPORTED, "general.architecture: expected llama, qwen2 or phi3, found '" + arch + "'");
+    throw Error(WO_ERR_UNSUPPORTED,
+                "general.architecture: expected llama, qwen2 or phi3, found '" + arch + "'");
   const ArchTable &t = *hp.arch;
   auto key = [&](const char *suffix) { return arch + "." + suffix; };
 
@@ -32,7 +33,7 @@ HParams read_hparams(const HostView &h) {
   hp.n_ff = positive(h, key(t.key_n_ff));
   hp.n_head = static_cast<int32_t>(positive(h, key(t.key_n_head), 65535));
   hp.n_head_kv = static_cast<int32_t>(h.has(key(t.key_n_head_kv)) ? positive(h, key(t.key_n_head_kv), 65535)
-                                                                    : hp.n_head);
+                                                                  : hp.n_head);
   if (hp.n_head % hp.n_head_kv != 0)
     throw bad(key(t.key_n_head_kv), "a divisor of head_count (" + std::to_string(hp.n_head) + ")",
               std::to_string(hp.n_head_kv));
@@ -82,19 +83,19 @@ HParams read_hparams(const HostView &h) {
                                    std::to_string(hp.n_embd) + ", found " + std::to_string(embd.ne[0]));
   hp.n_vocab = embd.ne[1];
   if (hp.n_vocab <= 0)
-    throw Error(WO_ERR_FORMAT, std::string("tensor '") + t.token_embd + "': expected a positive vocab size, found " +
-                                   std::to_string(hp.n_vocab));
+    throw Error(WO_ERR_FORMAT, std::string("tensor '") + t.token_embd +
+                                   "': expected a positive vocab size, found " + std::to_string(hp.n_vocab));
   return hp;
 }
 
 uint64_t scratch_bytes(const HParams &hp, int64_t n_batch) {
   const uint64_t n = static_cast<uint64_t>(n_batch > 0 ? n_batch : 1);
   const uint64_t qkv = hp.q_dim() + 2 * hp.kv_dim();
-  const uint64_t floats = n * (3 * hp.n_embd      // x (residual), h (normed), o (projection out)
-                               + qkv              // q, k, v
-                               + hp.q_dim()       // attention output
-                               + 3 * hp.n_ff);    // gate, up, activation
-  const uint64_t ints = 2 * n;                    // token ids, positions
+  const uint64_t floats = n * (3 * hp.n_embd   // x (residual), h (normed), o (projection out)
+                               + qkv           // q, k, v
+                               + hp.q_dim()    // attention output
+                               + 3 * hp.n_ff); // gate, up, activation
+  const uint64_t ints = 2 * n;                 // token ids, positions
   return floats * sizeof(float) + ints * sizeof(int32_t) + 16 * 256; // 256-byte alignment per buffer
 }
 

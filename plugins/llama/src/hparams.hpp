@@ -13,8 +13,8 @@ struct RopeConfig {
   Rope mode = Rope::Norm;
   int32_t n_dims = 0; // rotated dims per head
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear and YaRN scaling
-  float ext_factor = 0.0f;  // 1 with YaRN
+  float freq_scale = 1.0f; // 1 / rope.scaling.factor for linear and YaRN scaling
+  float ext_factor = 0.0f; // 1 with YaRN
   float attn_factor = 1.0f;
   int32_t n_ctx_orig = 0;
 };

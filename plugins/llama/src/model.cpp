@@ -20,13 +20,13 @@ namespace k = wo::kernels;
 
 // Activation buffers for one chunk of up to n_batch tokens.
 struct Model::Scratch {
-  float *x = nullptr;    // [n][n_embd] residual stream
-  float *h = nullptr;    // [n][n_embd] normed input of a projection
-  float *o = nullptr;    // [n][n_embd] output of attn_output / ffn_down
-  float *qkv = nullptr;  // separate: q [n][q_dim], k [n][kv_dim], v [n][kv_dim]; fused: [n][q+2kv]
-  float *att = nullptr;  // [n][q_dim] attention output
-  float *ffn = nullptr;  // separate: gate [n][n_ff], up [n][n_ff]; fused: [n][2 n_ff]
-  float *act = nullptr;  // [n][n_ff] silu(gate) * up
+  float *x = nullptr;   // [n][n_embd] residual stream
+  float *h = nullptr;   // [n][n_embd] normed input of a projection
+  float *o = nullptr;   // [n][n_embd] output of attn_output / ffn_down
+  float *qkv = nullptr; // separate: q [n][q_dim], k [n][kv_dim], v [n][kv_dim]; fused: [n][q+2kv]
+  float *att = nullptr; // [n][q_dim] attention output
+  float *ffn = nullptr; // separate: gate [n][n_ff], up [n][n_ff]; fused: [n][2 n_ff]
+  float *act = nullptr; // [n][n_ff] silu(gate) * up
   int32_t *tokens = nullptr;
   int32_t *positions = nullptr;
   float *attn_ws = nullptr; // attention split-K workspace
@@ -134,12 +134,13 @@ void Model::linear(const wo_tensor *w, const float *x, float *y, int64_t n, int 
 void Model::forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags) {
   if (!kv_) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session; call session_begin first");
   if (!tokens || !logits || n_tokens <= 0)
-    throw Error(WO_ERR_INVALID_ARGUMENT, "forward: expected tokens and logits pointers and n_tokens > 0, found n_tokens=" +
-                                             std::to_string(n_tokens));
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "forward: expected tokens and logits pointers and n_tokens > 0, found n_tokens=" +
+                    std::to_string(n_tokens));
   if (pos < 0 || pos + n_tokens > n_ctx_)
     throw Error(WO_ERR_INVALID_ARGUMENT, "forward: positions " + std::to_string(pos) + ".." +
-                                             std::to_string(pos + n_tokens - 1) + " exceed the session's n_ctx=" +
-                                             std::to_string(n_ctx_));
+                                             std::to_string(pos + n_tokens - 1) +
+                                             " exceed the session's n_ctx=" + std::to_string(n_ctx_));
   const bool on_device = flags & WO_FWD_TOKENS_ON_DEVICE;
   if (!on_device) // ids from the host can be checked cheaply; out-of-range ids would read past the table
     for (int64_t i = 0; i < n_tokens; ++i)
@@ -205,14 +206,15 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   cuda(k::fill_positions(b.positions, n, static_cast<int32_t>(pos), st), "positions", -1);
   wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
   if (s != WO_OK)
-    throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name + "' failed: " +
-                       status_name(s));
+    throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name +
+                       "' failed: " + status_name(s));
 
   const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
   const float eps = hp_.rms_eps;
   auto f32 = [](const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; };
   // x[rows] += o[rows]; h = rmsnorm(x[rows]) * w: one kernel when fused.
-  auto residual_then_norm = [&](const wo_tensor *norm, int64_t first, int64_t rows, const char *what, int il) {
+  auto residual_then_norm = [&](const wo_tensor *norm, int64_t first, int64_t rows, const char *what,
+                                int il) {
     float *x = b.x + first * E;
     const float *o = b.o + first * E;
     if (fuse) {
@@ -274,7 +276,8 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
     }
     linear(L.down, b.act, b.o, n, il);
-    if (il + 1 < hp_.n_layer) residual_then_norm(w_.layers[il + 1].attn_norm, 0, n, "ffn residual + attn_norm", il);
+    if (il + 1 < hp_.n_layer)
+      residual_then_norm(w_.layers[il + 1].attn_norm, 0, n, "ffn residual + attn_norm", il);
   }
 
   // The last FFN residual is only needed for the rows whose logits are wanted.

@@ -13,7 +13,8 @@ struct Binder {
 
   std::string shape(const wo_tensor &t) const {
     std::string s = "[";
-    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    for (uint32_t d = 0; d < t.n_dims; ++d)
+      s += (d ? ", " : "") + std::to_string(t.ne[d]);
     return s + "]";
   }
 
@@ -21,7 +22,8 @@ struct Binder {
   const wo_tensor *matrix(const std::string &name, int64_t cols, int64_t rows, bool required = true) const {
     const wo_tensor *t = host.tensor(name);
     if (!t) {
-      if (required) throw Error(WO_ERR_NOT_FOUND, "tensor '" + name + "' is required but absent from the model");
+      if (required)
+        throw Error(WO_ERR_NOT_FOUND, "tensor '" + name + "' is required but absent from the model");
       return nullptr;
     }
     if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
@@ -39,8 +41,8 @@ struct Binder {
       return nullptr;
     }
     if (t->n_dims != 1 || t->ne[0] != n)
-      throw Error(WO_ERR_FORMAT, "tensor '" + name + "': expected shape [" + std::to_string(n) + "], found " +
-                                     shape(*t));
+      throw Error(WO_ERR_FORMAT,
+                  "tensor '" + name + "': expected shape [" + std::to_string(n) + "], found " + shape(*t));
     if (t->ggml_type != kGgmlF32)
       throw Error(WO_ERR_UNSUPPORTED, "tensor '" + name + "': expected ggml type F32 (0), found type " +
                                           std::to_string(t->ggml_type));

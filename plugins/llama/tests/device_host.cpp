@@ -13,7 +13,8 @@ static std::map<void *, DeviceHost *> &registry() {
 
 DeviceHost &DeviceHost::self(void *ctx) { return *registry().at(ctx); }
 
-DeviceHost::DeviceHost(TestHost &h, size_t vram_budget) : h_(h), outer_ctx_(h.raw().ctx), budget_(vram_budget) {
+DeviceHost::DeviceHost(TestHost &h, size_t vram_budget)
+    : h_(h), outer_ctx_(h.raw().ctx), budget_(vram_budget) {
   cudaStreamCreate(&stream_);
   cublasCreate(&cublas_);
   cublasSetStream(cublas_, stream_);
@@ -38,9 +39,12 @@ DeviceHost::DeviceHost(TestHost &h, size_t vram_budget) : h_(h), outer_ctx_(h.ra
 
 DeviceHost::~DeviceHost() {
   cudaStreamSynchronize(stream_);
-  for (void *p : weights_) cudaFree(p);
-  for (void *p : live_) cudaFree(p);
-  for (auto &kv : h_.model().tensors) kv.second->t.data = nullptr;
+  for (void *p : weights_)
+    cudaFree(p);
+  for (void *p : live_)
+    cudaFree(p);
+  for (auto &kv : h_.model().tensors)
+    kv.second->t.data = nullptr;
   cublasDestroy(cublas_);
   cudaStreamDestroy(stream_);
   registry().erase(outer_ctx_);

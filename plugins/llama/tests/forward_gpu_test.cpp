@@ -23,7 +23,8 @@ bool have_device() {
 // Relative L2 error of one row of logits.
 double rel_l2(const float *got, const double *ref, int64_t n) {
   double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+  for (int64_t i = 0; i < n; ++i)
+    num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
   return std::sqrt(num / den);
 }
 
@@ -67,7 +68,8 @@ protected:
     std::mt19937 rng(spec_.seed);
     std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(spec_.n_vocab - 1));
     tokens_.resize(11);
-    for (auto &t : tokens_) t = tok(rng);
+    for (auto &t : tokens_)
+      t = tok(rng);
     ref_ = model_->reference_logits(tokens_);
     ASSERT_EQ(cudaMalloc(&logits_, tokens_.size() * spec_.n_vocab * sizeof(float)), cudaSuccess);
   }
@@ -91,7 +93,8 @@ TEST_P(ForwardTest, PrefillAllPositionsMatchesReference) {
   Instance m(vt_, *host_, 64);
   ASSERT_NE(m.inst, nullptr);
   ASSERT_EQ(vt_->session_begin(m.inst, 64), WO_OK) << m.err();
-  ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), tokens_.size(), 0, logits_, WO_FWD_LOGITS_ALL), WO_OK) << m.err();
+  ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), tokens_.size(), 0, logits_, WO_FWD_LOGITS_ALL), WO_OK)
+      << m.err();
   const auto got = download(logits_, tokens_.size() * spec_.n_vocab, dev_->stream());
   for (size_t t = 0; t < tokens_.size(); ++t)
     EXPECT_LE(rel_l2(got.data() + t * spec_.n_vocab, ref_row(t), spec_.n_vocab), kTol)
@@ -105,7 +108,8 @@ TEST_P(ForwardTest, DecodeAfterPrefillMatchesReference) {
   const size_t n_prompt = 6;
   ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), n_prompt, 0, logits_, 0), WO_OK) << m.err();
   auto got = download(logits_, spec_.n_vocab, dev_->stream());
-  EXPECT_LE(rel_l2(got.data(), ref_row(n_prompt - 1), spec_.n_vocab), kTol) << "prefill last, seed " << spec_.seed;
+  EXPECT_LE(rel_l2(got.data(), ref_row(n_prompt - 1), spec_.n_vocab), kTol)
+      << "prefill last, seed " << spec_.seed;
   int32_t *dtok = nullptr;
   ASSERT_EQ(cudaMalloc(&dtok, sizeof(int32_t)), cudaSuccess);
   for (size_t t = n_prompt; t < tokens_.size(); ++t) {
@@ -113,7 +117,8 @@ TEST_P(ForwardTest, DecodeAfterPrefillMatchesReference) {
     ASSERT_EQ(cudaMemcpy(dtok, &tokens_[t], sizeof(int32_t), cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(vt_->forward(m.inst, dtok, 1, t, logits_, WO_FWD_TOKENS_ON_DEVICE), WO_OK) << m.err();
     got = download(logits_, spec_.n_vocab, dev_->stream());
-    EXPECT_LE(rel_l2(got.data(), ref_row(t), spec_.n_vocab), kTol) << "decode position " << t << " seed " << spec_.seed;
+    EXPECT_LE(rel_l2(got.data(), ref_row(t), spec_.n_vocab), kTol)
+        << "decode position " << t << " seed " << spec_.seed;
   }
   cudaFree(dtok);
 }
@@ -125,7 +130,8 @@ TEST_P(ForwardTest, ChunkedPrefillEqualsOnePass) {
   ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), tokens_.size(), 0, logits_, 0), WO_OK) << m.err();
   auto got = download(logits_, spec_.n_vocab, dev_->stream());
   EXPECT_LE(rel_l2(got.data(), ref_row(tokens_.size() - 1), spec_.n_vocab), kTol) << "seed " << spec_.seed;
-  ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), tokens_.size(), 0, logits_, WO_FWD_LOGITS_ALL), WO_OK) << m.err();
+  ASSERT_EQ(vt_->forward(m.inst, tokens_.data(), tokens_.size(), 0, logits_, WO_FWD_LOGITS_ALL), WO_OK)
+      << m.err();
   got = download(logits_, tokens_.size() * spec_.n_vocab, dev_->stream());
   for (size_t t = 0; t < tokens_.size(); ++t)
     EXPECT_LE(rel_l2(got.data() + t * spec_.n_vocab, ref_row(t), spec_.n_vocab), kTol) << "position " << t;
@@ -143,10 +149,12 @@ TEST_P(ForwardTest, UnfusedKernelsGiveTheSameLogits) {
   ASSERT_EQ(vt_->forward(fused.inst, tokens_.data(), T, 0, logits_, WO_FWD_LOGITS_ALL), WO_OK) << fused.err();
   const auto b = download(logits_, T * V, dev_->stream());
   for (int64_t t = 0; t < T; ++t) {
-    EXPECT_LE(rel_l2(a.data() + t * V, ref_row(t), V), kTol) << "unfused, position " << t << " seed " << spec_.seed;
+    EXPECT_LE(rel_l2(a.data() + t * V, ref_row(t), V), kTol)
+        << "unfused, position " << t << " seed " << spec_.seed;
     std::vector<double> fused_row(b.begin() + t * V, b.begin() + (t + 1) * V);
     // Same math in another order of FP32 operations: 1e-5 relative L2.
-    EXPECT_LE(rel_l2(a.data() + t * V, fused_row.data(), V), 1e-5) << "position " << t << " seed " << spec_.seed;
+    EXPECT_LE(rel_l2(a.data() + t * V, fused_row.data(), V), 1e-5)
+        << "position " << t << " seed " << spec_.seed;
   }
 }
 

@@ -24,8 +24,9 @@ TEST(LlamaPlugin, DescriptorNegotiatesMajorVersion) {
   EXPECT_EQ(entry(WORKER_SDK_ABI_MAJOR + 1, 0), nullptr); // another major: refused
   const auto *v = static_cast<const wo_arch_v1 *>(d->vtable);
   EXPECT_EQ(v->struct_size, sizeof(wo_arch_v1));
-  for (auto fn : {(void *)v->probe, (void *)v->plan, (void *)v->create, (void *)v->destroy,
-                  (void *)v->session_begin, (void *)v->session_end, (void *)v->forward, (void *)v->last_error})
+  for (auto fn :
+       {(void *)v->probe, (void *)v->plan, (void *)v->create, (void *)v->destroy, (void *)v->session_begin,
+        (void *)v->session_end, (void *)v->forward, (void *)v->last_error})
     EXPECT_NE(fn, nullptr);
   dlclose(lib);
 }
@@ -144,7 +145,8 @@ void expect_plan_error(TestModel &m, wo_status status, std::initializer_list<con
   p.struct_size = sizeof p;
   EXPECT_EQ(v->plan(h.host(), nullptr, &p), status);
   const std::string msg = v->last_error(nullptr);
-  for (const char *part : parts) EXPECT_THAT(msg, HasSubstr(part));
+  for (const char *part : parts)
+    EXPECT_THAT(msg, HasSubstr(part));
 }
 
 TEST(LlamaPlugin, MalformedModelsFailWithNamedCause) {

@@ -18,7 +18,8 @@ Vec matvec(const std::vector<float> &w, int64_t rows, int64_t cols, const Vec &x
   Vec y(rows, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     double s = 0;
-    for (int64_t c = 0; c < cols; ++c) s += double(w[r * cols + c]) * x[c];
+    for (int64_t c = 0; c < cols; ++c)
+      s += double(w[r * cols + c]) * x[c];
     y[r] = s;
   }
   return y;
@@ -26,10 +27,12 @@ Vec matvec(const std::vector<float> &w, int64_t rows, int64_t cols, const Vec &x
 
 Vec rmsnorm(const Vec &x, const std::vector<float> &w, double eps) {
   double ss = 0;
-  for (double v : x) ss += v * v;
+  for (double v : x)
+    ss += v * v;
   const double inv = 1.0 / std::sqrt(ss / x.size() + eps);
   Vec y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    y[i] = x[i] * inv * w[i];
   return y;
 }
 
@@ -54,7 +57,8 @@ std::vector<double> TestModel::reference_logits(const std::vector<int32_t> &toke
   const double freq_scale = s.rope_scaling == "linear" ? 1.0 / s.rope_factor : 1.0;
   std::vector<Vec> x(T);
   const auto &embd = w("token_embd.weight");
-  for (int64_t t = 0; t < T; ++t) x[t] = Vec(embd.begin() + tokens[t] * E, embd.begin() + (tokens[t] + 1) * E);
+  for (int64_t t = 0; t < T; ++t)
+    x[t] = Vec(embd.begin() + tokens[t] * E, embd.begin() + (tokens[t] + 1) * E);
 
   for (int64_t l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -72,14 +76,19 @@ std::vector<double> TestModel::reference_logits(const std::vector<int32_t> &toke
         v[t] = matvec(w(p + "attn_v.weight"), KVD, E, h);
       }
       if (s.qkv_bias) {
-        for (int64_t i = 0; i < QD; ++i) q[t][i] += w(p + "attn_q.bias")[i];
-        for (int64_t i = 0; i < KVD; ++i) k[t][i] += w(p + "attn_k.bias")[i], v[t][i] += w(p + "attn_v.bias")[i];
+        for (int64_t i = 0; i < QD; ++i)
+          q[t][i] += w(p + "attn_q.bias")[i];
+        for (int64_t i = 0; i < KVD; ++i)
+          k[t][i] += w(p + "attn_k.bias")[i], v[t][i] += w(p + "attn_v.bias")[i];
       }
-      for (int32_t hh = 0; hh < s.n_head; ++hh) rope_head(&q[t][hh * HD], t, rot, s.rope_base, freq_scale, s.neox);
+      for (int32_t hh = 0; hh < s.n_head; ++hh)
+        rope_head(&q[t][hh * HD], t, rot, s.rope_base, freq_scale, s.neox);
       for (int32_t hh = 0; hh < s.n_head_kv; ++hh)
         rope_head(&k[t][hh * HD], t, rot, s.rope_base, freq_scale, s.neox);
-      for (auto &e : k[t]) e = fp16(e); // the cache holds FP16
-      for (auto &e : v[t]) e = fp16(e);
+      for (auto &e : k[t])
+        e = fp16(e); // the cache holds FP16
+      for (auto &e : v[t])
+        e = fp16(e);
     }
     for (int64_t t = 0; t < T; ++t) {
       Vec att(QD, 0.0);
@@ -89,17 +98,21 @@ std::vector<double> TestModel::reference_logits(const std::vector<int32_t> &toke
         double m = -1e300;
         for (int64_t j = 0; j <= t; ++j) {
           double d = 0;
-          for (int64_t e = 0; e < HD; ++e) d += q[t][hh * HD + e] * k[j][kh * HD + e];
+          for (int64_t e = 0; e < HD; ++e)
+            d += q[t][hh * HD + e] * k[j][kh * HD + e];
           sc[j] = d / std::sqrt(double(HD));
           m = std::max(m, sc[j]);
         }
         double den = 0;
-        for (double &e : sc) den += (e = std::exp(e - m));
+        for (double &e : sc)
+          den += (e = std::exp(e - m));
         for (int64_t j = 0; j <= t; ++j)
-          for (int64_t e = 0; e < HD; ++e) att[hh * HD + e] += sc[j] / den * v[j][kh * HD + e];
+          for (int64_t e = 0; e < HD; ++e)
+            att[hh * HD + e] += sc[j] / den * v[j][kh * HD + e];
       }
       const Vec o = matvec(w(p + "attn_output.weight"), E, QD, att);
-      for (int64_t i = 0; i < E; ++i) x[t][i] += o[i];
+      for (int64_t i = 0; i < E; ++i)
+        x[t][i] += o[i];
 
       const Vec h = rmsnorm(x[t], w(p + "ffn_norm.weight"), s.eps);
       Vec g, u;
@@ -112,9 +125,11 @@ std::vector<double> TestModel::reference_logits(const std::vector<int32_t> &toke
         u = matvec(w(p + "ffn_up.weight"), s.n_ff, E, h);
       }
       Vec a(s.n_ff);
-      for (int64_t i = 0; i < s.n_ff; ++i) a[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      for (int64_t i = 0; i < s.n_ff; ++i)
+        a[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
       const Vec dn = matvec(w(p + "ffn_down.weight"), E, s.n_ff, a);
-      for (int64_t i = 0; i < E; ++i) x[t][i] += dn[i];
+      for (int64_t i = 0; i < E; ++i)
+        x[t][i] += dn[i];
     }
   }
   const auto &out = s.tied ? w("token_embd.weight") : w("output.weight");

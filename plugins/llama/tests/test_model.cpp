@@ -32,15 +32,18 @@ void TestModel::add(const std::string &name, std::vector<int64_t> ne, float sd, 
   td->name = name;
   td->ne = ne;
   int64_t n = 1;
-  for (int64_t d : ne) n *= d;
+  for (int64_t d : ne)
+    n *= d;
   std::normal_distribution<float> dist(mean, sd);
   td->host.resize(n);
-  for (float &v : td->host) v = dist(rng_);
+  for (float &v : td->host)
+    v = dist(rng_);
   td->t.struct_size = sizeof(wo_tensor);
   td->t.ggml_type = 0; // F32
   td->t.name = td->name.c_str();
   td->t.n_dims = static_cast<uint32_t>(ne.size());
-  for (size_t d = 0; d < 4; ++d) td->t.ne[d] = d < ne.size() ? ne[d] : 1;
+  for (size_t d = 0; d < 4; ++d)
+    td->t.ne[d] = d < ne.size() ? ne[d] : 1;
   td->t.nbytes = n * sizeof(float);
   td->t.nb1 = ne[0] * sizeof(float);
   td->t.host_data = td->host.data();

@@ -109,7 +109,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (threadIdx.x == 0) ws[0] = big, ws[1] = denom; // denom == 0: no keys in this split
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
       float o = 0.0f;
-      for (int w = 0; w < kWarps; ++w) o += sm_acc[w][d] * wt[w];
+      for (int w = 0; w < kWarps; ++w)
+        o += sm_acc[w][d] * wt[w];
       ws[2 + d] = o;
     }
     return;
@@ -118,7 +119,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   float *ot = out + t * k.out_stride + static_cast<int64_t>(h) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0.0f;
-    for (int w = 0; w < kWarps; ++w) o += sm_acc[w][d] * wt[w];
+    for (int w = 0; w < kWarps; ++w)
+      o += sm_acc[w][d] * wt[w];
     ot[d] = o * inv;
   }
 }

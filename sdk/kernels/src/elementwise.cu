@@ -7,8 +7,8 @@
 namespace wo::kernels {
 namespace {
 
-#define WO_GRID_STRIDE(i, n)                                                                            \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);                \
+#define WO_GRID_STRIDE(i, n)                                                                                 \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);                     \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void add_bias_kernel(float *y, const float *b, int64_t n_rows, int64_t n_cols, int64_t stride) {

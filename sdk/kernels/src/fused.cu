@@ -21,7 +21,8 @@ __global__ void add_rms_norm_kernel(float *x, const float *delta, const float *w
   }
   ss = detail::block_sum(ss); // each thread re-reads only the x values it wrote itself
   const float inv = rsqrtf(ss / static_cast<float>(n_cols) + eps);
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
 }
 
 // One thread per (token, head slot, pair); slots are the q heads, then k heads, then v heads.
@@ -72,12 +73,13 @@ __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::R
 
 } // namespace
 
-cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows, int64_t n_cols,
-                         float eps, cudaStream_t stream) {
+cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows,
+                         int64_t n_cols, float eps, cudaStream_t stream) {
   if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  add_rms_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, delta, w, y, n_cols, eps);
+  add_rms_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, delta, w, y, n_cols,
+                                                                                    eps);
   return detail::launched();
 }
 

@@ -43,8 +43,10 @@ __global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *we
   if (lane == 0) {
     const float m = chosen[0]; // the largest
     float sum = 0.0f;
-    for (int s = 0; s < k; ++s) sum += expf(chosen[s] - m);
-    for (int s = 0; s < k; ++s) weights[row * k + s] = expf(chosen[s] - m) / sum;
+    for (int s = 0; s < k; ++s)
+      sum += expf(chosen[s] - m);
+    for (int s = 0; s < k; ++s)
+      weights[row * k + s] = expf(chosen[s] - m) / sum;
   }
 }
 
@@ -63,7 +65,8 @@ __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float 
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / n_cols, c = i % n_cols;
     float s = 0.0f;
-    for (int32_t j = 0; j < k; ++j) s += w[t * k + j] * y[(t * k + j) * n_cols + c];
+    for (int32_t j = 0; j < k; ++j)
+      s += w[t * k + j] * y[(t * k + j) * n_cols + c];
     out[i] = accumulate ? out[i] + s : s;
   }
 }
@@ -79,7 +82,7 @@ cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int6
   constexpr int warps_per_block = 4;
   const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
   topk_softmax_kernel<<<grid, warps_per_block * 32, 0, stream>>>(logits, ids, weights, n_rows,
-                                                                  static_cast<int32_t>(n_cols), k);
+                                                                 static_cast<int32_t>(n_cols), k);
   return detail::launched();
 }
 
@@ -88,7 +91,7 @@ cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64
   if (!y || !b || !ids || n_rows < 0 || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
   add_bias_indexed_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(y, b, ids, n_rows,
-                                                                                          n_cols);
+                                                                                            n_cols);
   return detail::launched();
 }
 

@@ -11,10 +11,12 @@ __global__ void rms_norm_kernel(const float *x, const float *w, float *y, int64_
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) ss += xr[c] * xr[c];
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    ss += xr[c] * xr[c];
   ss = detail::block_sum(ss);
   const float inv = rsqrtf(ss / static_cast<float>(n_cols) + eps);
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
 }
 
 __global__ void layer_norm_kernel(const float *x, const float *w, const float *b, float *y, int64_t n_cols,
@@ -22,10 +24,12 @@ __global__ void layer_norm_kernel(const float *x, const float *w, const float *b
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float s = 0.0f;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) s += xr[c];
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    s += xr[c];
   const float mean = detail::block_sum(s) / static_cast<float>(n_cols);
   float v = 0.0f; // centred second pass: no cancellation for rows with a large mean
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) v += (xr[c] - mean) * (xr[c] - mean);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    v += (xr[c] - mean) * (xr[c] - mean);
   const float inv = rsqrtf(detail::block_sum(v) / static_cast<float>(n_cols) + eps);
   for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
     yr[c] = (xr[c] - mean) * inv * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);

@@ -10,12 +10,15 @@ __global__ void softmax_kernel(const float *x, float *y, int64_t n_cols) {
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    m = fmaxf(m, xr[c]);
   m = detail::block_max(m);
   float s = 0.0f;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) s += expf(xr[c] - m);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    s += expf(xr[c] - m);
   const float inv = 1.0f / detail::block_sum(s);
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) yr[c] = expf(xr[c] - m) * inv;
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    yr[c] = expf(xr[c] - m) * inv;
 }
 
 // (value, index) pairs compared so that the larger value wins and, on ties, the lower index.

@@ -26,17 +26,17 @@ __device__ inline float yarn_ramp(float lo, float hi, int i) {
 
 // Dimension index at which a rotation completes n_rot turns over n_ctx_orig positions.
 inline float corr_dim(int32_t n_dims, int32_t n_ctx_orig, float n_rot, float base) {
-  return static_cast<float>(n_dims) * std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * 3.14159265358979f)) /
+  return static_cast<float>(n_dims) *
+         std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * 3.14159265358979f)) /
          (2.0f * std::log(base));
 }
-
 
 // The constants for one call, or false when the parameters are out of range.
 inline bool make_rope_consts(const RopeParams &p, int32_t n_heads, int32_t head_dim, int64_t stride,
                              RopeConsts &k) {
   const int32_t n_dims = p.n_dims ? p.n_dims : head_dim;
-  if (n_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 || n_dims <= 0 || n_dims > head_dim || n_dims % 2 != 0 ||
-      p.freq_base <= 0.0f || p.freq_scale <= 0.0f)
+  if (n_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 || n_dims <= 0 || n_dims > head_dim ||
+      n_dims % 2 != 0 || p.freq_base <= 0.0f || p.freq_scale <= 0.0f)
     return false;
   k = RopeConsts{};
   k.n_dims = n_dims;

@@ -20,7 +20,8 @@ struct Case {
 
 std::vector<double> reference(const Case &c, const std::vector<float> &q, int64_t q_stride,
                               const std::vector<__half> &kc, const std::vector<__half> &vc,
-                              const std::vector<float> &sinks, int64_t n_kv, float scale, int64_t out_stride) {
+                              const std::vector<float> &sinks, int64_t n_kv, float scale,
+                              int64_t out_stride) {
   const int64_t kv_row = int64_t(c.n_kv_heads) * c.head_dim;
   const int32_t group = c.n_heads / c.n_kv_heads;
   std::vector<double> out(c.n_tokens * out_stride, 0.0);
@@ -35,15 +36,18 @@ std::vector<double> reference(const Case &c, const std::vector<float> &q, int64_
       for (int64_t j = lo; j < hi; ++j) {
         double d = 0;
         for (int32_t e = 0; e < c.head_dim; ++e)
-          d += double(q[t * q_stride + h * c.head_dim + e]) * __half2float(kc[j * kv_row + kh * c.head_dim + e]);
+          d += double(q[t * q_stride + h * c.head_dim + e]) *
+               __half2float(kc[j * kv_row + kh * c.head_dim + e]);
         s.push_back(d * scale);
         m = std::max(m, s.back());
       }
       double den = c.sinks ? std::exp(sinks[h] - m) : 0.0;
-      for (double &v : s) den += (v = std::exp(v - m));
+      for (double &v : s)
+        den += (v = std::exp(v - m));
       for (int32_t e = 0; e < c.head_dim; ++e) {
         double o = 0;
-        for (int64_t j = lo; j < hi; ++j) o += s[j - lo] * __half2float(vc[j * kv_row + kh * c.head_dim + e]);
+        for (int64_t j = lo; j < hi; ++j)
+          o += s[j - lo] * __half2float(vc[j * kv_row + kh * c.head_dim + e]);
         out[t * out_stride + h * c.head_dim + e] = o / den;
       }
     }
@@ -75,7 +79,8 @@ TEST(AttentionKernel, MatchesReference) {
     auto q = randn(c.n_tokens * q_stride, rng);
     auto kf = randn(n_kv * kv_row, rng), vf = randn(n_kv * kv_row, rng);
     std::vector<__half> kc(kf.size()), vc(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i) kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+    for (size_t i = 0; i < kf.size(); ++i)
+      kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
     auto sinks = randn(c.n_heads, rng);
     DeviceBuffer<float> dq(q), dsinks(sinks), dout(c.n_tokens * out_stride);
     DeviceBuffer<__half> dk(kc), dv(vc);
@@ -106,7 +111,8 @@ TEST(AttentionKernel, MatchesReference) {
     const auto split = dout.download();
     auto ref = reference(c, q, q_stride, kc, vc, sinks, n_kv, scale, out_stride);
     for (int64_t t = 0; t < c.n_tokens; ++t)
-      for (int64_t e = q_row; e < out_stride; ++e) ref[t * out_stride + e] = 123.0;
+      for (int64_t e = q_row; e < out_stride; ++e)
+        ref[t * out_stride + e] = 123.0;
     // Tolerance: FP32 scores/softmax vs double over identical FP16 K/V: 5e-5 abs + 5e-4 rel.
     EXPECT_TRUE(close(single, ref, 5e-5, 5e-4)) << c.name << " seed " << seed;
     EXPECT_TRUE(close(split, ref, 5e-5, 5e-4)) << c.name << " (with workspace) seed " << seed;

@@ -24,7 +24,8 @@ TEST(FusedKernels, AddRmsNormUpdatesResidualAndNorms) {
         ss += rx[r * cols + c] * rx[r * cols + c];
       }
       const double inv = 1 / std::sqrt(ss / cols + 1e-6);
-      for (int64_t c = 0; c < cols; ++c) ry[r * cols + c] = rx[r * cols + c] * inv * w[c];
+      for (int64_t c = 0; c < cols; ++c)
+        ry[r * cols + c] = rx[r * cols + c] * inv * w[c];
     }
     // Tolerance: FP32 sums vs double: 1e-5 abs + 1e-4 rel.
     EXPECT_TRUE(close(dx.download(), rx, 1e-6, 1e-6)) << "residual, cols " << cols << " seed " << seed;
@@ -57,7 +58,8 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
     auto buf = randn(c.fused_rows ? T * q_stride : T * (QD + 2 * KVD), rng);
     auto qb = randn(QD, rng, 0.3f), kb = randn(KVD, rng, 0.3f), vb = randn(KVD, rng, 0.3f);
     std::vector<int32_t> pos(T);
-    for (int64_t t = 0; t < T; ++t) pos[t] = static_cast<int32_t>(pos0 + t + 100 * t); // any positions
+    for (int64_t t = 0; t < T; ++t)
+      pos[t] = static_cast<int32_t>(pos0 + t + 100 * t); // any positions
     RopeParams p;
     p.mode = c.mode;
     p.n_dims = c.rope_dims;
@@ -83,25 +85,31 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
     // Reference: the same buffer with q rotated in place; the caches from k (rotated) and v.
     std::vector<double> ref_buf(buf.begin(), buf.end());
     std::vector<double> ref_k(n_ctx * KVD, 9.0), ref_v(n_ctx * KVD, 9.0);
-    const int64_t q_off = 0, k_off = c.fused_rows ? QD : T * QD, v_off = c.fused_rows ? QD + KVD : T * (QD + KVD);
+    const int64_t q_off = 0, k_off = c.fused_rows ? QD : T * QD,
+                  v_off = c.fused_rows ? QD + KVD : T * (QD + KVD);
     for (int64_t t = 0; t < T; ++t) {
       double *q = &ref_buf[q_off + t * q_stride];
-      for (int64_t e = 0; e < QD; ++e) q[e] += c.biases ? qb[e] : 0.0;
-      for (int32_t h = 0; h < c.n_heads; ++h) rope_ref(q + h * HD, pos[t], p, c.head_dim);
+      for (int64_t e = 0; e < QD; ++e)
+        q[e] += c.biases ? qb[e] : 0.0;
+      for (int32_t h = 0; h < c.n_heads; ++h)
+        rope_ref(q + h * HD, pos[t], p, c.head_dim);
       std::vector<double> k(KVD), v(KVD);
       for (int64_t e = 0; e < KVD; ++e) {
         k[e] = buf[k_off + t * kv_stride + e] + (c.biases ? kb[e] : 0.0);
         v[e] = buf[v_off + t * kv_stride + e] + (c.biases ? vb[e] : 0.0);
       }
-      for (int32_t h = 0; h < c.n_kv_heads; ++h) rope_ref(&k[h * HD], pos[t], p, c.head_dim);
-      for (int64_t e = 0; e < KVD; ++e) ref_k[(pos0 + t) * KVD + e] = k[e], ref_v[(pos0 + t) * KVD + e] = v[e];
+      for (int32_t h = 0; h < c.n_kv_heads; ++h)
+        rope_ref(&k[h * HD], pos[t], p, c.head_dim);
+      for (int64_t e = 0; e < KVD; ++e)
+        ref_k[(pos0 + t) * KVD + e] = k[e], ref_v[(pos0 + t) * KVD + e] = v[e];
     }
     // Tolerances: q as the rope test (FP32 theta, positions < 1000): 2e-3 abs; the caches are FP16
     // (rel. rounding 2^-11) on top: 2e-3 abs + 1e-3 rel.
     EXPECT_TRUE(close(dbuf.download(), ref_buf, 2e-3, 1e-4)) << c.name << " q (k/v untouched) seed " << seed;
     auto to_float = [](const std::vector<__half> &h) {
       std::vector<float> f(h.size());
-      for (size_t i = 0; i < h.size(); ++i) f[i] = __half2float(h[i]);
+      for (size_t i = 0; i < h.size(); ++i)
+        f[i] = __half2float(h[i]);
       return f;
     };
     EXPECT_TRUE(close(to_float(kc.download()), ref_k, 2e-3, 1e-3)) << c.name << " K cache seed " << seed;

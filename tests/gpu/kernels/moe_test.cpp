@@ -28,9 +28,11 @@ TEST(MoeKernels, TopkSoftmaxMatchesReference) {
       std::stable_sort(order.begin(), order.end(),
                        [&](int32_t a, int32_t b) { return x[r * cols + a] > x[r * cols + b]; });
       double s = 0;
-      for (int32_t j = 0; j < k; ++j) s += std::exp(double(x[r * cols + order[j]]) - x[r * cols + order[0]]);
+      for (int32_t j = 0; j < k; ++j)
+        s += std::exp(double(x[r * cols + order[j]]) - x[r * cols + order[0]]);
       for (int32_t j = 0; j < k; ++j) {
-        ASSERT_EQ(ids[r * k + j], order[j]) << "row " << r << " slot " << j << " cols " << cols << " seed " << seed;
+        ASSERT_EQ(ids[r * k + j], order[j])
+            << "row " << r << " slot " << j << " cols " << cols << " seed " << seed;
         ref_w[r * k + j] = std::exp(double(x[r * cols + order[j]]) - x[r * cols + order[0]]) / s;
       }
     }
@@ -47,7 +49,8 @@ TEST(MoeKernels, IndexedBiasAndWeightedSum) {
   auto y = randn(tokens * k * cols, rng), b = randn(n_exp * cols, rng), w = randn(tokens * k, rng);
   std::vector<int32_t> ids(tokens * k);
   std::uniform_int_distribution<int32_t> e(0, n_exp - 1);
-  for (auto &i : ids) i = e(rng);
+  for (auto &i : ids)
+    i = e(rng);
   auto acc = randn(tokens * cols, rng);
   DeviceBuffer<float> dy(y), db(b), dw(w), dacc(acc), dset(tokens * cols);
   DeviceBuffer<int32_t> did(ids);
@@ -56,11 +59,13 @@ TEST(MoeKernels, IndexedBiasAndWeightedSum) {
   ASSERT_EQ(weighted_sum_slots(dy.get(), dw.get(), dset.get(), tokens, k, cols, false, nullptr), cudaSuccess);
   std::vector<double> yb(y.size()), ref_acc(acc.size()), ref_set(acc.size());
   for (int64_t r = 0; r < tokens * k; ++r)
-    for (int64_t c = 0; c < cols; ++c) yb[r * cols + c] = double(y[r * cols + c]) + b[ids[r] * cols + c];
+    for (int64_t c = 0; c < cols; ++c)
+      yb[r * cols + c] = double(y[r * cols + c]) + b[ids[r] * cols + c];
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < cols; ++c) {
       double s = 0;
-      for (int32_t j = 0; j < k; ++j) s += double(w[t * k + j]) * yb[(t * k + j) * cols + c];
+      for (int32_t j = 0; j < k; ++j)
+        s += double(w[t * k + j]) * yb[(t * k + j) * cols + c];
       ref_set[t * cols + c] = s;
       ref_acc[t * cols + c] = s + acc[t * cols + c];
     }

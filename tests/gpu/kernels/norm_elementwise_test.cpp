@@ -30,9 +30,11 @@ TEST_F(KernelTest, RmsNormMatchesReference) {
     std::vector<double> ref(rows * cols);
     for (int64_t r = 0; r < rows; ++r) {
       double ss = 0;
-      for (int64_t c = 0; c < cols; ++c) ss += double(x[r * cols + c]) * x[r * cols + c];
+      for (int64_t c = 0; c < cols; ++c)
+        ss += double(x[r * cols + c]) * x[r * cols + c];
       const double inv = 1.0 / std::sqrt(ss / cols + 1e-5);
-      for (int64_t c = 0; c < cols; ++c) ref[r * cols + c] = x[r * cols + c] * inv * w[c];
+      for (int64_t c = 0; c < cols; ++c)
+        ref[r * cols + c] = x[r * cols + c] * inv * w[c];
     }
     EXPECT_TRUE(close(dy.download(), ref, 1e-5, 1e-4)) << "cols " << cols << " seed " << seed_;
     // In place (y aliases x) gives the same result.
@@ -44,17 +46,21 @@ TEST_F(KernelTest, RmsNormMatchesReference) {
 TEST_F(KernelTest, LayerNormMatchesReference) {
   for (int64_t cols : {64, 768, 1000}) {
     const int64_t rows = 5;
-    auto x = randn(rows * cols, rng_, 3.0f, 4.0f), w = randn(cols, rng_, 0.3f, 1.0f), b = randn(cols, rng_, 0.2f);
+    auto x = randn(rows * cols, rng_, 3.0f, 4.0f), w = randn(cols, rng_, 0.3f, 1.0f),
+         b = randn(cols, rng_, 0.2f);
     DeviceBuffer<float> dx(x), dw(w), db(b), dy(rows * cols);
     ASSERT_EQ(layer_norm(dx.get(), dw.get(), db.get(), dy.get(), rows, cols, 1e-5f, nullptr), cudaSuccess);
     std::vector<double> ref(rows * cols);
     for (int64_t r = 0; r < rows; ++r) {
       double m = 0, v = 0;
-      for (int64_t c = 0; c < cols; ++c) m += x[r * cols + c];
+      for (int64_t c = 0; c < cols; ++c)
+        m += x[r * cols + c];
       m /= cols;
-      for (int64_t c = 0; c < cols; ++c) v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
+      for (int64_t c = 0; c < cols; ++c)
+        v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
       const double inv = 1.0 / std::sqrt(v / cols + 1e-5);
-      for (int64_t c = 0; c < cols; ++c) ref[r * cols + c] = (x[r * cols + c] - m) * inv * w[c] + b[c];
+      for (int64_t c = 0; c < cols; ++c)
+        ref[r * cols + c] = (x[r * cols + c] - m) * inv * w[c] + b[c];
     }
     EXPECT_TRUE(close(dy.download(), ref, 1e-5, 1e-4)) << "cols " << cols << " seed " << seed_;
   }
@@ -67,7 +73,8 @@ TEST_F(KernelTest, AddBiasAddScaleWithStrides) {
   ASSERT_EQ(add_bias(dy.get() + 10, db.get(), rows, cols, nullptr, stride), cudaSuccess);
   std::vector<double> ref(y.begin(), y.end());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) ref[r * stride + 10 + c] += b[c];
+    for (int64_t c = 0; c < cols; ++c)
+      ref[r * stride + 10 + c] += b[c];
   EXPECT_TRUE(close(dy.download(), ref, 1e-6, 1e-6)) << "seed " << seed_;
 
   const int64_t n = 100003;
@@ -76,7 +83,8 @@ TEST_F(KernelTest, AddBiasAddScaleWithStrides) {
   ASSERT_EQ(add(dout.get(), da.get(), dc.get(), n, nullptr), cudaSuccess);
   ASSERT_EQ(add(da.get(), da.get(), dc.get(), n, nullptr), cudaSuccess); // residual form, aliasing y = a
   std::vector<double> sum(n), scaled(n);
-  for (int64_t i = 0; i < n; ++i) sum[i] = double(a[i]) + c[i], scaled[i] = double(c[i]) * -0.37;
+  for (int64_t i = 0; i < n; ++i)
+    sum[i] = double(a[i]) + c[i], scaled[i] = double(c[i]) * -0.37;
   EXPECT_TRUE(close(dout.download(), sum, 1e-6, 1e-6));
   EXPECT_TRUE(close(da.download(), sum, 1e-6, 1e-6));
   ASSERT_EQ(scale(dc.get(), dout.get(), -0.37f, n, nullptr), cudaSuccess);
@@ -101,7 +109,8 @@ TEST_F(KernelTest, SwigluSeparateAndFused) {
   auto g = randn(rows * cols, rng_, 3.0f), u = randn(rows * cols, rng_);
   DeviceBuffer<float> dg(g), du(u);
   ASSERT_EQ(swiglu(dg.get(), du.get(), dg.get(), rows, cols, nullptr), cudaSuccess);
-  for (int64_t i = 0; i < rows * cols; ++i) ref[i] = double(g[i]) / (1 + std::exp(-double(g[i]))) * u[i];
+  for (int64_t i = 0; i < rows * cols; ++i)
+    ref[i] = double(g[i]) / (1 + std::exp(-double(g[i]))) * u[i];
   EXPECT_TRUE(close(dg.download(), ref, 1e-5, 1e-5)) << "seed " << seed_;
 }
 
@@ -139,9 +148,12 @@ TEST_F(KernelTest, SoftmaxRowsMatchesReference) {
   std::vector<double> ref(rows * cols);
   for (int64_t r = 0; r < rows; ++r) {
     double m = -1e300, s = 0;
-    for (int64_t c = 0; c < cols; ++c) m = std::max<double>(m, x[r * cols + c]);
-    for (int64_t c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
-    for (int64_t c = 0; c < cols; ++c) ref[r * cols + c] = std::exp(x[r * cols + c] - m) / s;
+    for (int64_t c = 0; c < cols; ++c)
+      m = std::max<double>(m, x[r * cols + c]);
+    for (int64_t c = 0; c < cols; ++c)
+      s += std::exp(x[r * cols + c] - m);
+    for (int64_t c = 0; c < cols; ++c)
+      ref[r * cols + c] = std::exp(x[r * cols + c] - m) / s;
   }
   EXPECT_TRUE(close(dy.download(), ref, 1e-9, 1e-4)) << "seed " << seed_;
 }
@@ -169,7 +181,8 @@ TEST_F(KernelTest, FillPositionsAndKvWrite) {
   DeviceBuffer<int32_t> dp(n);
   ASSERT_EQ(fill_positions(dp.get(), n, static_cast<int32_t>(pos0), nullptr), cudaSuccess);
   const auto p = dp.download();
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(p[i], pos0 + i);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(p[i], pos0 + i);
 
   // Write 5 tokens with stride (inside a fused [q;k;v] row) at position 3 of an 11-position cache.
   const int32_t heads = 2, hd = 96;
@@ -178,8 +191,9 @@ TEST_F(KernelTest, FillPositionsAndKvWrite) {
   std::vector<__half> fill(n_ctx * row, __float2half(-7.0f));
   DeviceBuffer<float> dsrc(src);
   DeviceBuffer<__half> kc(fill), vc(fill);
-  ASSERT_EQ(kv_write(dsrc.get(), dsrc.get() + row, kc.get(), vc.get(), at, tokens, heads, hd, nullptr, stride),
-            cudaSuccess);
+  ASSERT_EQ(
+      kv_write(dsrc.get(), dsrc.get() + row, kc.get(), vc.get(), at, tokens, heads, hd, nullptr, stride),
+      cudaSuccess);
   const auto k = kc.download(), v = vc.download();
   for (int64_t pos = 0; pos < n_ctx; ++pos)
     for (int64_t e = 0; e < row; ++e) {

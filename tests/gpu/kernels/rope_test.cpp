@@ -46,7 +46,8 @@ TEST(RopeKernel, MatchesGgmlSemantics) {
     auto x = randn(n_tokens * stride, rng);
     std::vector<int32_t> pos(n_tokens);
     std::uniform_int_distribution<int32_t> pd(0, 2047);
-    for (auto &p : pos) p = pd(rng);
+    for (auto &p : pos)
+      p = pd(rng);
     pos[0] = 0;
     DeviceBuffer<float> dx(x);
     DeviceBuffer<int32_t> dpos(pos);
@@ -56,7 +57,8 @@ TEST(RopeKernel, MatchesGgmlSemantics) {
         << c.name;
     std::vector<double> ref(x.begin(), x.end()); // the gap past each row must stay untouched
     for (int64_t t = 0; t < n_tokens; ++t)
-      for (int32_t h = 0; h < c.n_heads; ++h) rope_ref(&ref[t * stride + h * c.head_dim], pos[t], c.p, c.head_dim);
+      for (int32_t h = 0; h < c.n_heads; ++h)
+        rope_ref(&ref[t * stride + h * c.head_dim], pos[t], c.p, c.head_dim);
     // Tolerance: theta is computed in FP32 for positions < 2048: |err| <= 2e-3 absolute on N(0,1) inputs.
     EXPECT_TRUE(close(dx.download(), ref, 2e-3, 1e-4)) << c.name << " seed " << seed;
   }

@@ -109,8 +109,8 @@ cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_
 
 // Residual add fused with the next norm: x[r] += delta[r]; y[r] = rms_norm(x[r]) * w.
 // y must not alias x or delta.
-cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows, int64_t n_cols,
-                         float eps, cudaStream_t stream);
+cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows,
+                         int64_t n_cols, float eps, cudaStream_t stream);
 
 // Bias, RoPE and the KV-cache write of one layer's fresh q/k/v in one pass:
 //   q[t][h] = rope(q[t][h] + q_bias[h])                 (in place; attention reads it next)
@@ -140,19 +140,19 @@ cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopePar
 // ---- attention ---------------------------------------------------------------------------------
 
 struct AttentionParams {
-  int64_t n_tokens = 0;   // queries in this call
-  int64_t pos0 = 0;       // position of the first query; query t sits at pos0 + t
-  int64_t n_kv = 0;       // keys in the cache to consider (positions 0..n_kv-1), normally pos0+n_tokens
-  int32_t n_heads = 0;    // query heads
-  int32_t n_kv_heads = 0; // KV heads; n_heads % n_kv_heads == 0 (GQA: head h reads kv head h / group)
-  int32_t head_dim = 0;   // 1..256
-  float scale = 0.0f;     // score scale, usually 1/sqrt(head_dim)
-  bool causal = true;     // query at position p sees keys <= p
-  int64_t window = 0;     // sliding window W > 0: query p sees keys p-W+1..p (0 = unlimited)
+  int64_t n_tokens = 0;         // queries in this call
+  int64_t pos0 = 0;             // position of the first query; query t sits at pos0 + t
+  int64_t n_kv = 0;             // keys in the cache to consider (positions 0..n_kv-1), normally pos0+n_tokens
+  int32_t n_heads = 0;          // query heads
+  int32_t n_kv_heads = 0;       // KV heads; n_heads % n_kv_heads == 0 (GQA: head h reads kv head h / group)
+  int32_t head_dim = 0;         // 1..256
+  float scale = 0.0f;           // score scale, usually 1/sqrt(head_dim)
+  bool causal = true;           // query at position p sees keys <= p
+  int64_t window = 0;           // sliding window W > 0: query p sees keys p-W+1..p (0 = unlimited)
   const float *sinks = nullptr; // optional device float[n_heads]: a logit per head that joins the
                                 // softmax denominator without a value (gpt-oss)
-  int64_t q_stride = 0;   // floats between query token rows (0 = n_heads * head_dim)
-  int64_t out_stride = 0; // floats between output token rows (0 = n_heads * head_dim)
+  int64_t q_stride = 0;         // floats between query token rows (0 = n_heads * head_dim)
+  int64_t out_stride = 0;       // floats between output token rows (0 = n_heads * head_dim)
   // Optional device workspace for splitting the keys over several blocks (flash-decoding), which
   // decode (few queries, long context) needs to fill the GPU. nullptr / too small: no split.
   // Size it with attention_workspace_floats() for the largest call (it depends on n_tokens,
