@@ -7,7 +7,9 @@
 #include "gguf/model_summary.hpp"
 #include "plugins/registry.hpp"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -56,16 +58,19 @@ resolve_plugins(const wo::gguf::File &file, const wo::gguf::ModelSummary &s, con
 }
 
 const char *kUsage =
-    "usage: worker-orcd inspect MODEL [--json] [--tensors] [--plugin-dir DIR] [--model-root DIR]\n"
+    "usage: worker-orcd inspect MODEL [--json] [--tensors] [--plugin-dir DIR] [--model-root DIR] "
+    "[--max-tensors N]\n"
     "  MODEL           a path, file:/path, or ram:NAME (POSIX shared memory)\n"
     "  --json          machine-readable output\n"
     "  --tensors       also list every tensor (name, type, shape, offset, bytes)\n"
     "  --plugin-dir    where to look for plugins (default: <dir of worker-orcd>/../plugins)\n"
-    "  --model-root    reject a model that resolves outside DIR\n";
+    "  --model-root    reject a model that resolves outside DIR\n"
+    "  --max-tensors   reject files declaring more than N tensors (default 10000)\n";
 
 int inspect_main(int argc, char **argv) {
   std::string model, plugin_dir, model_root;
   bool json = false, tensors = false;
+  uint64_t max_tensors = wo::gguf::OpenOptions{}.max_tensors;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -77,7 +82,15 @@ int inspect_main(int argc, char **argv) {
       tensors = true;
     else if ((a == "--plugin-dir" || a == "--model-root") && i + 1 < argc)
       (a == "--plugin-dir" ? plugin_dir : model_root) = argv[++i];
-    else if (a.rfind("--plugin-dir=", 0) == 0)
+    else if (a == "--max-tensors" && i + 1 < argc) {
+      const char *v = argv[++i];
+      char *end = nullptr;
+      max_tensors = std::strtoull(v, &end, 10);
+      if (!*v || *end || *v == '-') {
+        std::fprintf(stderr, "inspect: --max-tensors: expected a non-negative integer, found '%s'\n", v);
+        return 1;
+      }
+    } else if (a.rfind("--plugin-dir=", 0) == 0)
       plugin_dir = a.substr(13);
     else if (a.rfind("--model-root=", 0) == 0)
       model_root = a.substr(13);
@@ -95,6 +108,7 @@ int inspect_main(int argc, char **argv) {
   try {
     wo::gguf::OpenOptions opts;
     opts.model_root = model_root;
+    opts.max_tensors = max_tensors;
     auto file = wo::gguf::File::open(model, opts);
     wo::gguf::ModelSummary summary = wo::gguf::summarize(*file);
     std::optional<wo::gguf::PluginReport> plugins = resolve_plugins(*file, summary, plugin_dir);
