@@ -40,6 +40,9 @@ struct ArchTable {
   const char *ffn_gate = "blk.%d.ffn_gate.weight";
   const char *ffn_up = "blk.%d.ffn_up.weight";
   const char *ffn_down = "blk.%d.ffn_down.weight";
+  // Tensors that change the math in ways this plugin does not implement yet (refused at load
+  // rather than silently ignored): Llama 3.1 RoPE frequency factors, Phi-3 long/short RoPE.
+  const char *unsupported[3] = {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"};
 
   // Hyperparameter keys, relative to "{arch}.".
   const char *key_n_layer = "block_count";

@@ -61,6 +61,11 @@ struct Binder {
 Weights bind_weights(const HostView &host, const HParams &hp, bool require_device) {
   const ArchTable &a = *hp.arch;
   const Binder b{host, require_device};
+  for (const char *name : a.unsupported)
+    if (name && host.tensor(name))
+      throw Error(WO_ERR_UNSUPPORTED,
+                  std::string("tensor '") + name + "' is present: architecture '" + a.name +
+                      "' with this RoPE variant is not supported by the llama plugin yet");
   Weights w;
   w.token_embd = b.matrix(a.token_embd, hp.n_embd, hp.n_vocab);
   w.output_norm = b.vec(a.output_norm, hp.n_embd, Need::Required);

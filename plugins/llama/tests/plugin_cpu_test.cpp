@@ -178,6 +178,11 @@ TEST(LlamaPlugin, MalformedModelsFailWithNamedCause) {
   }
   {
     TestModel m(Spec::llama());
+    m.add("rope_freqs.weight", {8}, 0.1f, 1.0f); // Llama 3.1 frequency factors: refused, not ignored
+    expect_plan_error(m, WO_ERR_UNSUPPORTED, {"rope_freqs.weight", "not supported"});
+  }
+  {
+    TestModel m(Spec::llama());
     m.meta.erase("llama.block_count");
     expect_plan_error(m, WO_ERR_NOT_FOUND, {"llama.block_count"});
   }
