@@ -24,6 +24,8 @@ cp "$build"/tests-bin/*gpu_test "$build"/tests-bin/model_reference_test .device-
 "$root"/../shared/tools/device-bundle .device-run "$build"/bin "$build"/plugins >/dev/null
 mv .device-run/tests-bin/* .device-run/bin/ 2>/dev/null || true
 rm -rf .device-run/tests-bin .device-run/plugins/*/ 2>/dev/null || true
-find .device-run -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-unneeded {} + 2>/dev/null || true
+# Strip executables and bundled libraries, never the plugins: the registry lists a plugin's entry
+# from its ELF symbol table (section 'worker') before loading it, and strip would remove it.
+find .device-run/bin .device-run/lib -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
 cp tools/device/*.sh tools/device/*.py .device-run/
 du -sh .device-s1 .device-s2 .device-s3 .device-run
