@@ -39,17 +39,18 @@ struct EngineOptions {
   std::string tokenizer_json; // optional tokenizer.json overriding the GGUF vocabulary
   std::string model_root;     // when set, the model must resolve inside this folder
   int gpu_device = 0;
-  // Session capacity in tokens. 0: the model's context length, capped by kv_cache_mb and
-  // max_tokens_in (when those are non-zero).
+  // Session capacity in tokens. 0: the model's context length, capped by kv_cache_mb and, when
+  // both are non-zero, by max_tokens_in + max_tokens_out (the longest job the worker accepts).
   int64_t n_ctx = 0;
   int64_t kv_cache_mb = 0;             // --kv-cache-size-mb: cap on the KV cache (0 = no cap)
-  int64_t max_tokens_in = 0;           // --max-tokens-in: also caps n_ctx when non-zero (0 = no cap)
+  int64_t max_tokens_in = 0;           // --max-tokens-in (see n_ctx; 0 = no cap)
   int64_t n_batch = 512;               // most tokens one forward call processes
   uint64_t vram_budget_bytes = 0;      // cap on the VRAM plan (0 = free device memory only)
   size_t upload_chunk_bytes = 1 << 20; // bounded upload chunk (pinned double buffer of this size)
   uint32_t arch_flags = 0;             // WO_ARCH_* (e.g. WO_ARCH_UNFUSED)
   bool trace = false;                  // record plugin traces (e.g. gpt-oss routing)
   int residency_interval_s = 60;       // background residency check period (0 = off)
+  int64_t max_tokens_out = 0;          // --max-tokens-out (see n_ctx; 0 = no cap)
 };
 
 struct PluginUse {

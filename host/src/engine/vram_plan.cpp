@@ -44,8 +44,8 @@ void Engine::Impl::compute_plan() {
     throw Error(WO_ERR_FORMAT, "model '" + model + "': architecture plan() reported n_vocab " +
                                    std::to_string(p.n_vocab) + ", expected > 0");
 
-  // Session capacity: asked for, else the model's context; capped by --kv-cache-size-mb and
-  // --max-tokens-in.
+  // Session capacity: asked for, else the model's context; capped by --kv-cache-size-mb and by
+  // the longest job (--max-tokens-in + --max-tokens-out) when both are given.
   int64_t ctx = opts.n_ctx > 0 ? opts.n_ctx : p.n_ctx_train;
   if (ctx <= 0) ctx = 4096; // a model without a context length: a conservative default
   if (opts.kv_cache_mb > 0 && p.kv_bytes_per_token > 0) {
@@ -57,7 +57,8 @@ void Engine::Impl::compute_plan() {
                                                std::to_string(p.kv_bytes_per_token) + " bytes per token)");
     ctx = std::min(ctx, cap);
   }
-  if (opts.max_tokens_in > 0) ctx = std::min(ctx, opts.max_tokens_in);
+  if (opts.max_tokens_in > 0 && opts.max_tokens_out > 0)
+    ctx = std::min(ctx, opts.max_tokens_in + opts.max_tokens_out);
   n_ctx = ctx;
 
   cfg.n_ctx = n_ctx;

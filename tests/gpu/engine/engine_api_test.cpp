@@ -102,6 +102,29 @@ TEST_F(EngineApi, InfoDescribesModelDeviceAndPlugins) {
   EXPECT_EQ(e.plan().weights % 256, 0u);
 }
 
+// Without --n-ctx the session capacity is the model's context (4096 for llama-tiny), capped by the
+// KV-cache budget and by the longest accepted job (max_tokens_in + max_tokens_out).
+TEST_F(EngineApi, ContextCapsFromOptions) {
+  auto capacity = [](int64_t kv_mb, int64_t in, int64_t out) {
+    wo::engine::Engine e;
+    auto o = options();
+    o.n_ctx = 0;
+    o.kv_cache_mb = kv_mb;
+    o.max_tokens_in = in;
+    o.max_tokens_out = out;
+    e.load(o);
+    return std::make_pair(e.info().n_ctx, e.plan().kv_cache);
+  };
+  const auto full = capacity(0, 0, 0);
+  EXPECT_EQ(full.first, 4096);
+  const uint64_t per_token = full.second / 4096;
+  ASSERT_GT(per_token, 0u);
+  EXPECT_EQ(capacity(0, 100, 28).first, 128);
+  EXPECT_EQ(capacity(0, 100, 0).first, 4096) << "max_tokens_in alone does not cap the output's room";
+  const int64_t kv_cap = static_cast<int64_t>((1ull << 20) / per_token);
+  EXPECT_EQ(capacity(1, 0, 0).first, std::min<int64_t>(4096, kv_cap));
+}
+
 TEST_F(EngineApi, VramIsAccountedByKindAndGivenBack) {
   wo::engine::Engine e;
   e.load(options());
