@@ -47,7 +47,8 @@ std::string quant_kind_of(const wo::gguf::File &f) {
 // ---------------------------------------------------------------------------------------------
 
 void Engine::Impl::select_plugins() {
-  const std::string dir = opts.plugin_dir.empty() ? Registry::default_dir() : opts.plugin_dir;
+  if (opts.plugin_dir.empty()) opts.plugin_dir = Registry::default_dir(); // messages name the real folder
+  const std::string &dir = opts.plugin_dir;
   registry = std::make_unique<Registry>();
   registry->scan(dir);
   const std::string ctx = " (model '" + opts.model + "', plugin dir '" + dir + "')";
