@@ -7,7 +7,8 @@
 // (n_tokens = 512) throughput at 4096x4096.
 //
 //   quant_bench [plugin_dir]      (default: $WORKER_PLUGIN_DIR, else the build's plugins/)
-//   WORKER_QUANT_GEMV=2 quant_bench   measures the opt-in multi-row GEMV kernel instead
+//   WORKER_QUANT_GEMV=1|2|3 quant_bench   measures that GEMV variant (linear_kernels.cuh,
+//   gemv_variant(): 1 FP32 one row per warp, 2 multi-row, 3 int8-activation dp4a)
 #include "quant_common/device_test_host.hpp"
 #include "quant_common/random_blocks.hpp"
 
@@ -100,8 +101,7 @@ int main(int argc, char **argv) try {
   std::printf("device: %s, L2 %d MiB\n", prop.name, prop.l2CacheSize >> 20);
   std::printf("D2D cudaMemcpy bandwidth (read+write): %.1f GB/s\n", copy_bw / 1e9);
   const char *variant = std::getenv("WORKER_QUANT_GEMV");
-  std::printf("GEMV kernel variant (WORKER_QUANT_GEMV): %s\n\n",
-              variant && variant[0] == '2' ? "2 (multi-row)" : "1 (default)");
+  std::printf("GEMV kernel variant (WORKER_QUANT_GEMV): %s\n\n", variant && *variant ? variant : "(default)");
   std::printf("%-6s %14s %10s %10s %10s %9s\n", "type", "rows x cols", "MiB", "us/GEMV", "GB/s", "of copy");
 
   const Case cases[] = {
@@ -136,7 +136,8 @@ int main(int argc, char **argv) try {
     float *x = nullptr, *y = nullptr;
     cuda_ok(cudaMalloc(&x, 512 * c.cols * sizeof(float)), "cudaMalloc x");
     cuda_ok(cudaMalloc(&y, 512 * c.rows * sizeof(float)), "cudaMalloc y");
-    cuda_ok(cudaMemset(x, 0, 512 * c.cols * sizeof(float)), "memset x");
+    // Non-zero activations (every float 0x3c3c3c3c = 0.0115), so no kernel takes a zero shortcut.
+    cuda_ok(cudaMemset(x, 0x3c, 512 * c.cols * sizeof(float)), "memset x");
 
     const int per_graph = 50;
     cudaGraph_t graph;

@@ -1,14 +1,19 @@
 // Kernels templated on a block decoder (device_decoders.cuh), and make_type_ops<D>() that a codec
 // plugin instantiates once per type it serves.
 //
-// GEMV: one warp per weight row; lanes walk the row's (block, part) pairs so a warp's loads cover
-// consecutive bytes of the row; each decoded part is multiplied with up to NT tokens (the weight is
-// read once per NT tokens); FP32 accumulation, warp-shuffle reduction. The same kernel serves
+// Decode GEMV (one token per problem, variant 3, the default): gemv_int8x_kernel stages the
+// activations once per CTA in shared memory as two int8 terms (int8x_dots.cuh) and multiplies the
+// integer weight codes with dp4a; see its comment.
+//
+// GEMV (variant 1, and several tokens): one warp per weight row; lanes walk the row's (block, part) pairs so
+// a warp's loads cover consecutive bytes of the row; each decoded part is multiplied with up to NT tokens
+// (the weight is read once per NT tokens); FP32 accumulation, warp-shuffle reduction. The same kernel serves
 // linear_id: the problem index selects token, slot and (through ids) the expert's matrix.
 #pragma once
 
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/device_decoders.cuh"
+#include "quant_common/int8x_dots.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -201,6 +206,107 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
   }
 }
 
+// Variant 3 (one token per problem). Why: at batch 1 a GEMV must stream weights at HBM speed, and
+// the FP32 kernels above spend most of their time on instructions, not bytes: per 4-bit weight an
+// integer-to-float conversion (quarter rate), a scale multiply, an FMA and 8 bytes of FP32
+// activation loads. Here each CTA first stages the token's activations in shared memory (scale per
+// 32, hi/lo int8 terms, sums per 16; cols <= kInt8xMaxCols), then each warp walks whole rows
+// (grid-stride, so CTAs ~ 4 per SM and the staging is paid once per CTA, not per row) and each
+// lane reduces one part of a block with dp4a: ~0.5 instruction per weight. FP32 accumulation of
+// the per-part sums, warp-shuffle reduction as in variant 1.
+constexpr int kInt8xWarps = 8;
+// CTAs per SM the grid is sized for (one wave; launch bounds cap registers at 64 so they all fit).
+constexpr int kInt8xCtasPerSm = 4;
+constexpr int kInt8xUnroll = 4;          // block parts in flight per lane
+constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per column: < 48 KiB
+
+inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
+
+// The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
+// 4 consecutive threads share one group of 32, 8 activations each).
+__device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
+                                             float *scale, float *sum16) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
+    const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
+    const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
+    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (on) {
+      const float4 a = load_x4(p.x, x_off + c, p.x_f16), b = load_x4(p.x, x_off + c + 4, p.x_f16);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    }
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      amax = fmaxf(amax, fabsf(v[i]));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float inv = xq_inv(amax);
+    uint32_t hw[2] = {0, 0}, lw[2] = {0, 0};
+    int hs = 0, ls = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      int h, l;
+      xq_split(v[i], inv, h, l);
+      hs += h, ls += l;
+      hw[i / 4] |= (static_cast<uint32_t>(h) & 0xffu) << (8 * (i % 4));
+      lw[i / 4] |= (static_cast<uint32_t>(l) & 0xffu) << (8 * (i % 4));
+    }
+    hs += __shfl_xor_sync(0xffffffffu, hs, 1); // the 16-value half this lane pair covers
+    ls += __shfl_xor_sync(0xffffffffu, ls, 1);
+    if (on) {
+      *reinterpret_cast<uint2 *>(hi + c) = make_uint2(hw[0], hw[1]);
+      *reinterpret_cast<uint2 *>(lo + c) = make_uint2(lw[0], lw[1]);
+      const float s = xq_scale(amax);
+      if (lane % 2 == 0) sum16[c / 16] = xq_sum(s, hs, ls);
+      if (lane % 4 == 0) scale[c / 32] = s;
+    }
+  }
+}
+
+template <class D>
+__global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_kernel(const GemvParams p) {
+  using X = XDot<D>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  auto *hi = reinterpret_cast<int8_t *>(smem);
+  int8_t *lo = hi + p.cols;
+  auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
+  float *sum16 = scale + p.cols / 32;
+  const XQ xq{hi, lo, scale, sum16};
+  const int lane = threadIdx.x % 32;
+  const int64_t n_parts = p.cols / D::QK * X::PARTS;
+  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
+    Problem q;
+    if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
+    __syncthreads();                     // the previous problem's readers are done with the stage
+    stage_x_int8(p, q.x_off, hi, lo, scale, sum16);
+    __syncthreads();
+    for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
+         row += static_cast<int64_t>(gridDim.x) * kInt8xWarps) {
+      if (q.bad_expert) {
+        if (lane == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
+        continue;
+      }
+      const uint8_t *w = q.w + row * p.row_bytes;
+      float acc = 0.0f;
+      // kInt8xUnroll parts per lane per step, all loads issued before any is used: rows are short
+      // (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit)
+      // and drops it instead of leaving a remainder loop that serializes the loads.
+      for (int64_t i0 = lane; i0 < n_parts; i0 += 32 * kInt8xUnroll) {
+#pragma unroll
+        for (int u = 0; u < kInt8xUnroll; ++u) {
+          const int64_t i = min(i0 + 32 * u, n_parts - 1);
+          const int64_t blk = i / X::PARTS;
+          const float v = X::dot(w + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq, blk * (D::QK / 32));
+          acc += i0 + 32 * u < n_parts ? v : 0.0f;
+        }
+      }
+      acc = warp_sum(acc);
+      if (lane == 0) store_y(p.y, q.y_off + row, acc, p.y_f16);
+    }
+  }
+}
+
 template <class D> __global__ void dequant_kernel(const DequantParams p) {
   const int64_t n_parts = p.cols / D::QK * D::PARTS;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -265,15 +371,43 @@ inline unsigned grid_y(int64_t n) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY)));
 }
 
-// Which GEMV kernel runs: 1 (default) = one row per warp, the variant validated on the H100;
-// 2 = R rows per warp (gemv_multirow_kernel), faster by design but not yet validated on a device.
-// Read once from WORKER_QUANT_GEMV.
+// Which GEMV kernel runs (WORKER_QUANT_GEMV, read once; other values and unset = the default):
+// 1 = one row per warp with FP32 activations (the first kernel validated on the H100);
+// 2 = R rows per warp (gemv_multirow_kernel);
+// 3 = int8-activation dp4a kernel for one-token problems (gemv_int8x_kernel), variant 1 otherwise.
+constexpr int kDefaultGemvVariant = 1;
 inline int gemv_variant() {
   static const int v = [] {
     const char *e = std::getenv("WORKER_QUANT_GEMV");
-    return e && e[0] == '2' ? 2 : 1;
+    return e && e[0] >= '1' && e[0] <= '3' && e[1] == '\0' ? e[0] - '0' : kDefaultGemvVariant;
   }();
   return v;
+}
+
+inline int device_sm_count() {
+  static const int n = [] {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 132;
+    return sms;
+  }();
+  return n;
+}
+
+// False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
+// shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
+template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
+  if (p.cols > kInt8xMaxCols || p.cols % 32 != 0) return false;
+  if (XDot<D>::kAligned16 &&
+      (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0))
+    return false;
+  const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
+  const int64_t row_ctas = (p.rows + kInt8xWarps - 1) / kInt8xWarps;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, kInt8xCtasPerSm * device_sm_count())),
+                  grid_y(problems));
+  gemv_int8x_kernel<D><<<grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s>>>(p);
+  return true;
 }
 
 template <class D, int NT, int R>
@@ -287,6 +421,9 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : (p.n_tokens + nt - 1) / nt;
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
   const dim3 block(kGemvWarps * 32);
+  if constexpr (has_xdot<D>()) {
+    if (gemv_variant() == 3 && nt == 1 && launch_int8x<D>(p, s)) return;
+  }
   if (gemv_variant() == 2) {
     switch (nt) {
     case 1: launch_multirow<D, 1, 4>(p, grid, s); break;
