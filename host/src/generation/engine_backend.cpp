@@ -205,6 +205,7 @@ std::unique_ptr<Backend> make_engine_backend(const ServeOptions &o) {
   eo.gpu_device = o.gpu_device;
   eo.kv_cache_mb = o.kv_cache_size_mb;
   eo.max_tokens_in = o.max_tokens_in;
+  eo.max_tokens_out = o.max_tokens_out;
   auto engine = std::make_unique<wo::engine::Engine>();
   engine->load(eo);
   return std::make_unique<wo::generation::EngineBackend>(std::move(engine));
