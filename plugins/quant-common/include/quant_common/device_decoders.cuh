@@ -27,21 +27,21 @@ namespace wo::quant::dev {
 // contraction, see CMakeLists.txt).
 QC_HD float mul_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return mul_rn(a, b);
+  return __fmul_rn(a, b); // the intrinsic: a call to mul_rn here would be this function itself
 #else
   return a * b;
 #endif
 }
 QC_HD float add_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return add_rn(a, b);
+  return __fadd_rn(a, b);
 #else
   return a + b;
 #endif
 }
 QC_HD float sub_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return sub_rn(a, b);
+  return __fsub_rn(a, b);
 #else
   return a - b;
 #endif
