@@ -3,9 +3,11 @@
 // prefill split into n_batch chunks, token-by-token decode on the KV cache (host and device
 // token ids), and, for gpt-oss, the expert routing the plugin traces.
 //
-// Tolerance: relative L2 of the logits <= 5e-3 per position. The GPU computes in F32 with an
-// FP16 KV cache (relative rounding ~5e-4 per element), which these random models amplify a few
-// times; a wrong layout, position, window, sink, clamp or routing weight is off by > 5e-2.
+// Tolerance: relative L2 of the logits <= 2e-3 per position. The reference rounds K and V to
+// FP16 like the plugin's cache, so what remains is F32 vs double arithmetic (~1e-6) and the rare
+// FP16 rounding decision that the two sides take differently; a wrong layout, position, window,
+// sink, clamp or routing weight is off by > 5e-2. (Without the FP16 emulation the H100 run of
+// 2026-11-22 measured up to 6.7e-3, i.e. the cache's own precision.)
 #include "device_host.hpp"
 #include "gpt_plugin_loader.hpp"
 #include "reference_forward.hpp"
@@ -21,7 +23,7 @@ namespace {
 
 using namespace testing;
 
-constexpr double kRelL2 = 5e-3;
+constexpr double kRelL2 = 2e-3;
 
 double rel_l2(const std::vector<float> &got, const std::vector<float> &want) {
   double num = 0, den = 0;

@@ -1,6 +1,8 @@
 // A plain double-precision CPU forward pass of a SynthModel, written from the architecture
 // description (not from the plugin), one token at a time with a KV cache: the yardstick for the
-// plugin's GPU forward on the same weights.
+// plugin's GPU forward on the same weights. K and V are rounded to FP16 as they enter the cache,
+// exactly like the plugin's FP16 KV cache, so the comparison measures everything else (a wrong
+// layout, position, window, sink, clamp or routing weight) instead of the cache's precision.
 #pragma once
 
 #include "synth_model.hpp"
@@ -53,6 +55,20 @@ public:
 
 private:
   using Vec = std::vector<double>;
+
+  // Round to the nearest IEEE half (ties to even), the value a __float2half_rn store keeps.
+  static double to_half(double x) {
+    if (x == 0.0 || !std::isfinite(x)) return x;
+    int e = 0;
+    std::frexp(x, &e);                     // |x| = m 2^e, 0.5 <= m < 1: leading bit 2^(e-1)
+    const int lsb = std::max(e - 11, -24); // 11 significant bits; subnormal quantum 2^-24
+    return std::nearbyint(std::ldexp(x, -lsb)) * std::ldexp(1.0, lsb);
+  }
+  static Vec to_half(Vec v) {
+    for (double &x : v)
+      x = to_half(x);
+    return v;
+  }
 
   static Vec row(const SynthTensor &t, int64_t r, int64_t matrix = 0) {
     const int64_t cols = t.ne[0], rows = t.ne.size() > 1 ? t.ne[1] : 1;
@@ -131,8 +147,8 @@ private:
     Vec h = layer_norm(x, m_.w(b + "attn_norm.weight"), m_.w(b + "attn_norm.bias"));
     Vec qkv = matvec(m_.w(b + "attn_qkv.weight"), h);
     add_into(qkv, vec(m_.w(b + "attn_qkv.bias")));
-    kc.emplace_back(qkv.begin() + E, qkv.begin() + 2 * E);
-    vc.emplace_back(qkv.begin() + 2 * E, qkv.end());
+    kc.push_back(to_half(Vec(qkv.begin() + E, qkv.begin() + 2 * E)));
+    vc.push_back(to_half(Vec(qkv.begin() + 2 * E, qkv.end())));
     const int64_t n = static_cast<int64_t>(kc.size());
     Vec att(static_cast<size_t>(E));
     for (int64_t hh = 0; hh < m_.n_head; ++hh) {
@@ -200,8 +216,8 @@ private:
     add_into(v, vec(m_.w(b + "attn_v.bias")));
     rope_yarn(q.data(), m_.n_head, pos);
     rope_yarn(k.data(), m_.n_head_kv, pos);
-    kc.push_back(k);
-    vc.push_back(v);
+    kc.push_back(to_half(k));
+    vc.push_back(to_half(v));
     const int64_t lo = il % 2 == 0 ? std::max<int64_t>(0, pos - m_.sliding_window + 1) : 0;
     Vec att(static_cast<size_t>(m_.n_head * hd));
     for (int64_t hh = 0; hh < m_.n_head; ++hh) {
