@@ -376,8 +376,8 @@ inline unsigned grid_y(int64_t n) {
 // 2 = R rows per warp (gemv_multirow_kernel; measured slower than 1, kept for comparison);
 // 3 = int8-activation dp4a kernel for one-token problems (gemv_int8x_kernel), variant 1 for
 //     several tokens and for the plain float types. The default: on the H100 every one-token case
-//     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3) at 1.3-2.6x the speed of
-//     variant 1 (figures in NOTES.md and docs/perf.md).
+//     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3), 1.2-2.7x the speed of
+//     variant 1 except Q6_K rows of 1024 columns (0.92x; figures in NOTES.md, docs/perf.md).
 constexpr int kDefaultGemvVariant = 3;
 inline int gemv_variant() {
   static const int v = [] {
