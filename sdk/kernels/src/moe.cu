@@ -20,7 +20,9 @@ __global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *we
   float v[kPerLane];
   for (int r = 0; r < kPerLane; ++r) {
     const int c = lane + 32 * r;
-    v[r] = c < n_cols ? x[c] : -INFINITY;
+    // NaN router logits (a broken upstream op) rank last instead of poisoning the comparisons:
+    // every chosen id then stays inside [0, n_cols), so nothing downstream indexes out of bounds.
+    v[r] = c < n_cols && !isnan(x[c]) ? x[c] : -INFINITY;
   }
   unsigned taken = 0; // bit r: column lane + 32r already chosen
   float chosen[kMaxK];

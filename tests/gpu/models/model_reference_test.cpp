@@ -128,13 +128,18 @@ protected:
   std::string model_path_;
 };
 
-// Expert sets per layer and token from the engine's traces ("routing.L<layer>" blobs of int32
-// [tokens][k]) against the reference; `first_blob` selects which forward calls to read.
+// Expert sets per layer and token from the engine's traces against the reference; `first_blob`
+// selects which forward calls to read. The reference's routing_* fields record the top-k of the
+// router logits BEFORE the router bias (checked: their ids and gaps match that to 4 digits, while
+// llama.cpp's logits require choosing from the biased logits), so the plugin's
+// "routing_prebias.L<layer>" trace (int32 [tokens][k]) is compared when it exists, else
+// "routing.L<layer>".
 void expect_routing(const wo::engine::Engine &e, const Routing &ref, size_t first_blob, size_t n_blobs,
                     const std::string &what) {
   const auto &tr = e.traces();
   for (size_t layer = 0; layer < ref.size(); ++layer) {
-    const auto it = tr.find("routing.L" + std::to_string(layer));
+    auto it = tr.find("routing_prebias.L" + std::to_string(layer));
+    if (it == tr.end()) it = tr.find("routing.L" + std::to_string(layer));
     ASSERT_NE(it, tr.end()) << what << ": no routing trace for layer " << layer;
     std::vector<int32_t> ids;
     for (size_t b = first_blob; b < first_blob + n_blobs && b < it->second.size(); ++b) {
