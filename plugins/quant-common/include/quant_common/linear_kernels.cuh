@@ -307,6 +307,67 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
   }
 }
 
+// Variant 4 (opt-in, NOT yet run on a device): variant 3 plus the two fixes docs/perf.md names
+// first. (a) Before staging x, each warp asks L2 for the lines of its first rows
+// (prefetch.global.L2, a hint), so the weight fetch overlaps the staging instead of following it.
+// (b) A warp splits into 32/L lane groups, one row each (shuffle reduction inside the group), so
+// rows with few parts (Q4_K/Q6_K at 1024 columns) keep all kInt8xUnroll slots of every lane busy.
+__device__ __forceinline__ void prefetch_l2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+template <class D, int L>
+__global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
+    gemv_int8x_groups_kernel(const GemvParams p) {
+  using X = XDot<D>;
+  constexpr int G = 32 / L; // rows per warp at a time
+  extern __shared__ __align__(16) uint8_t smem[];
+  auto *hi = reinterpret_cast<int8_t *>(smem);
+  int8_t *lo = hi + p.cols;
+  auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
+  float *sum16 = scale + p.cols / 32;
+  const XQ xq{hi, lo, scale, sum16};
+  const int lane = threadIdx.x % 32, sub = lane % L, grp = lane / L;
+  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32) * G;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kInt8xWarps * G;
+  const int64_t n_parts = p.cols / D::QK * X::PARTS;
+  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
+    Problem q;
+    if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
+    if (!q.bad_expert && first + grp < p.rows) {
+      const uint8_t *w = q.w + (first + grp) * p.row_bytes;
+      for (uint64_t off = static_cast<uint64_t>(sub) * 128; off < p.row_bytes; off += L * 128)
+        prefetch_l2(w + off);
+    }
+    __syncthreads(); // the previous problem's readers are done with the stage
+    stage_x_int8(p, q.x_off, hi, lo, scale, sum16);
+    __syncthreads();
+    for (int64_t rb = first; rb < p.rows; rb += stride) { // uniform per warp: shuffles stay converged
+      const int64_t row = rb + grp;
+      const bool valid = row < p.rows;
+      if (q.bad_expert) {
+        if (sub == 0 && valid) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
+        continue;
+      }
+      const uint8_t *w = q.w + (valid ? row : p.rows - 1) * p.row_bytes; // tail groups: computed, not stored
+      float acc = 0.0f;
+      for (int64_t i0 = sub; i0 < n_parts; i0 += static_cast<int64_t>(L) * kInt8xUnroll) {
+#pragma unroll
+        for (int u = 0; u < kInt8xUnroll; ++u) {
+          const int64_t i = min(i0 + L * u, n_parts - 1);
+          const int64_t blk = i / X::PARTS;
+          const float v = X::dot(w + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq, blk * (D::QK / 32));
+          acc += i0 + L * u < n_parts ? v : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int o = L / 2; o > 0; o >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if (sub == 0 && valid) store_y(p.y, q.y_off + row, acc, p.y_f16);
+    }
+  }
+}
+
 template <class D> __global__ void dequant_kernel(const DequantParams p) {
   const int64_t n_parts = p.cols / D::QK * D::PARTS;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -378,11 +439,13 @@ inline unsigned grid_y(int64_t n) {
 //     several tokens and for the plain float types. The default: on the H100 every one-token case
 //     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3), 1.2-2.7x the speed of
 //     variant 1 except Q6_K rows of 1024 columns (0.92x; figures in NOTES.md, docs/perf.md).
+// 4 = variant 3 with L2 prefetch before staging and lane groups for short rows
+//     (gemv_int8x_groups_kernel; opt-in, not yet run on a device).
 constexpr int kDefaultGemvVariant = 3;
 inline int gemv_variant() {
   static const int v = [] {
     const char *e = std::getenv("WORKER_QUANT_GEMV");
-    return e && e[0] >= '1' && e[0] <= '3' && e[1] == '\0' ? e[0] - '0' : kDefaultGemvVariant;
+    return e && e[0] >= '1' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : kDefaultGemvVariant;
   }();
   return v;
 }
@@ -406,6 +469,24 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
       (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0))
     return false;
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
+  if (gemv_variant() == 4) { // lanes per row: the widest group that still fills 3/4 of its slots
+    const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
+    const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32
+                      : n_parts >= 16 * kInt8xUnroll * 3 / 4 ? 16
+                                                             : 8;
+    const int64_t rows_per_cta = kInt8xWarps * (32 / lanes);
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>((p.rows + rows_per_cta - 1) / rows_per_cta,
+                                                            kInt8xCtasPerSm * device_sm_count())),
+                    grid_y(problems));
+    const size_t smem = int8x_smem_bytes(p.cols);
+    if (lanes == 32)
+      gemv_int8x_groups_kernel<D, 32><<<grid, kInt8xWarps * 32, smem, s>>>(p);
+    else if (lanes == 16)
+      gemv_int8x_groups_kernel<D, 16><<<grid, kInt8xWarps * 32, smem, s>>>(p);
+    else
+      gemv_int8x_groups_kernel<D, 8><<<grid, kInt8xWarps * 32, smem, s>>>(p);
+    return true;
+  }
   const int64_t row_ctas = (p.rows + kInt8xWarps - 1) / kInt8xWarps;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, kInt8xCtasPerSm * device_sm_count())),
                   grid_y(problems));
@@ -425,7 +506,7 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
   const dim3 block(kGemvWarps * 32);
   if constexpr (has_xdot<D>()) {
-    if (gemv_variant() == 3 && nt == 1 && launch_int8x<D>(p, s)) return;
+    if ((gemv_variant() == 3 || gemv_variant() == 4) && nt == 1 && launch_int8x<D>(p, s)) return;
   }
   if (gemv_variant() == 2) {
     switch (nt) {
