@@ -46,7 +46,7 @@ public:
   bool started(uint64_t seed) override {
     if (sse_.terminal_sent()) return false;
     started_ = true;
-    return sse_.started(req_.job_id, model_, rfc3339_now(), seed);
+    return sse_.started(req_.job_id, model_, wo::observe::rfc3339_now(), seed);
   }
   bool token(const std::string &text, uint32_t index) override {
     if (!started_ && !started(req_.seed)) return false;

@@ -36,7 +36,4 @@ private:
   std::string output_;
 };
 
-// Current UTC time as RFC 3339 with milliseconds.
-std::string rfc3339_now();
-
 } // namespace wo::http

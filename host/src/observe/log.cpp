@@ -44,18 +44,6 @@ const char *level_name(Level l) {
   return "info";
 }
 
-std::string now_rfc3339() {
-  using namespace std::chrono;
-  auto now = system_clock::now();
-  std::time_t t = system_clock::to_time_t(now);
-  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
 
 void write_value(rapidjson::Writer<rapidjson::StringBuffer> &w, const FieldValue &v) {
   std::visit(
@@ -72,12 +60,25 @@ void write_value(rapidjson::Writer<rapidjson::StringBuffer> &w, const FieldValue
 
 } // namespace
 
+std::string rfc3339_now() {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  std::time_t t = system_clock::to_time_t(now);
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
 std::string format_event(Level level, const std::string &name, const Fields &fields) {
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
   w.StartObject();
   w.Key("ts");
-  w.String(now_rfc3339().c_str());
+  w.String(rfc3339_now().c_str());
   w.Key("level");
   w.String(level_name(level));
   w.Key("event");

@@ -37,6 +37,9 @@ void set_sink(std::function<void(const std::string &line)> sink);
 // Format one event as a JSON line (exposed for tests).
 std::string format_event(Level level, const std::string &name, const Fields &fields);
 
+// Current UTC time as RFC 3339 with milliseconds, e.g. 2026-11-22T05:30:00.123Z (log `ts`, SSE `started_at`).
+std::string rfc3339_now();
+
 // Lowercase hex SHA-256 of data: how logs refer to prompt and output text.
 std::string sha256_hex(const std::string &data);
 
