@@ -3,10 +3,10 @@
 //
 //   gguf-synth --preset NAME --out FILE [--seed N] [--tokenizer-from GGUF_OR_TOKENIZER_JSON]
 //              [--threads N] [--plugin-dir DIR]
-#include "fill.hpp"
 #include "gguf_writer.hpp"
 #include "plugins/registry.hpp"
 #include "presets.hpp"
+#include "rows.hpp"
 #include "tokenizer_meta.hpp"
 
 #include <worker/ggml_types.hpp>
@@ -28,14 +28,17 @@ namespace {
 using namespace wo::synth;
 
 void usage(FILE *to) {
-  std::fprintf(to,
-               "usage: gguf-synth --preset NAME --out FILE [--seed N] [--tokenizer-from GGUF_OR_TOKENIZER_JSON]\n"
-               "                  [--threads N] [--plugin-dir DIR]\n\n"
-               "Writes a GGUF with seeded random weights and the tensor names, shapes and quant mix of a real\n"
-               "model. Quantization goes through the quant plugins' CPU quantizers (--plugin-dir, default\n"
-               "<exe dir>/../plugins). Without --tokenizer-from the vocabulary is 256 byte-level tokens plus\n"
-               "<|endoftext|>, padded to the preset's size.\n\npresets:\n");
-  for (const auto &n : preset_names()) std::fprintf(to, "  %-22s %s\n", n.c_str(), make_preset(n).description.c_str());
+  std::fprintf(
+      to, "usage: gguf-synth --preset NAME --out FILE [--seed N] [--tokenizer-from GGUF_OR_TOKENIZER_JSON]\n"
+          "                  [--threads N] [--plugin-dir DIR]\n\n"
+          "Writes a GGUF with seeded random weights and the tensor names, shapes and quant mix of a real\n"
+          "model. Quantized tensors are made directly as random blocks whose dequantized weights have\n"
+          "the spread of the float fill (mean 0, the preset's standard deviation); each type must be\n"
+          "served by a quant plugin (--plugin-dir, default <exe dir>/../plugins). Without\n"
+          "--tokenizer-from the vocabulary is 256 byte-level tokens plus <|endoftext|>, padded to the\n"
+          "preset's size.\n\npresets:\n");
+  for (const auto &n : preset_names())
+    std::fprintf(to, "  %-22s %s\n", n.c_str(), make_preset(n).description.c_str());
 }
 
 struct Options {
@@ -49,7 +52,8 @@ uint64_t parse_u64(const std::string &opt, const std::string &v) {
   errno = 0;
   unsigned long long x = std::strtoull(v.c_str(), &end, 10);
   if (v.empty() || *end || errno || v[0] == '-')
-    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "option " + opt + ": expected a non-negative integer, found '" + v + "'");
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                    "option " + opt + ": expected a non-negative integer, found '" + v + "'");
   return x;
 }
 
@@ -64,30 +68,38 @@ int run(const Options &o) {
   GgufWriter w;
   preset.metadata(w);
   add_tokenizer(w, o.tokenizer_from, preset.n_vocab, preset.default_pre);
-  for (const auto &t : preset.tensors) w.add_tensor(t.name, t.ggml_type, t.ne);
+  for (const auto &t : preset.tensors)
+    w.add_tensor(t.name, t.ggml_type, t.ne);
   w.plan();
 
-  // Quantizers for every non-float type, from the quant plugins.
+  for (const auto &t : preset.tensors)
+    if (std::string why = cannot_generate(t); !why.empty()) throw wo::Error(WO_ERR_UNSUPPORTED, why);
+
+  // The blocks are made here, not by the plugins, but the file is for the worker: refuse types
+  // that no quant plugin would load.
   wo::plugins::Registry reg;
   reg.scan(o.plugin_dir.empty() ? wo::plugins::Registry::default_dir() : o.plugin_dir);
-  std::map<uint32_t, const wo_quant_v1 *> codecs;
-  for (const auto &t : preset.tensors) {
-    if (t.ggml_type == wo::ggml::F32 || codecs.count(t.ggml_type)) continue;
-    const wo_plugin *p = reg.quant_for_type(t.ggml_type);
-    if (!p)
-      throw wo::Error(WO_ERR_NOT_FOUND, std::string("no quant plugin serves type ") + wo::ggml::type_info(t.ggml_type)->name +
-                                            " (tensor '" + t.name + "')");
-    codecs[t.ggml_type] = wo::plugins::Registry::quant(p);
-  }
+  for (const auto &t : preset.tensors)
+    if (t.ggml_type != wo::ggml::F32 && !reg.quant_for_type(t.ggml_type))
+      throw wo::Error(WO_ERR_NOT_FOUND, std::string("no quant plugin serves type ") +
+                                            wo::ggml::type_info(t.ggml_type)->name + " (tensor '" + t.name +
+                                            "')");
 
-  // Chunks of about 4 MiB of float input each.
+  // Chunks of about kChunkBytes of output each: small enough to stay in a core's L2 between
+  // being made and being copied out by pwrite, large enough that a syscall per chunk is noise.
+  // The plan depends on the shapes only, and each chunk seeds its own generator, so the bytes do
+  // not depend on --threads.
+  constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
   std::vector<Chunk> chunks;
   for (size_t i = 0; i < preset.tensors.size(); ++i) {
     const auto &t = preset.tensors[i];
     int64_t rows = 1;
-    for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
-    int64_t per = std::max<int64_t>(1, (int64_t{1} << 20) / t.ne[0]);
-    for (int64_t r = 0; r < rows; r += per) chunks.push_back({i, r, std::min(per, rows - r)});
+    for (size_t d = 1; d < t.ne.size(); ++d)
+      rows *= t.ne[d];
+    const uint64_t rb = wo::ggml::row_bytes(t.ggml_type, t.ne[0]);
+    const int64_t per = static_cast<int64_t>(std::max<uint64_t>(1, kChunkBytes / rb));
+    for (int64_t r = 0; r < rows; r += per)
+      chunks.push_back({i, r, std::min(per, rows - r)});
   }
 
   w.open(o.out);
@@ -96,31 +108,17 @@ int run(const Options &o) {
   std::mutex err_mu;
   std::string err;
   auto worker = [&]() {
-    std::vector<float> f32;
-    std::vector<uint8_t> q;
+    std::vector<uint8_t> bytes;
+    std::vector<float> scratch;
     for (size_t c; (c = next.fetch_add(1)) < chunks.size();) {
       const Chunk &ch = chunks[c];
       const auto &t = preset.tensors[ch.t];
-      const auto &spec = w.tensors()[ch.t];
       const uint64_t rb = wo::ggml::row_bytes(t.ggml_type, t.ne[0]);
-      f32.resize(static_cast<size_t>(ch.n * t.ne[0]));
-      fill_rows(t, o.seed, ch.t, ch.row0, ch.n, f32.data());
-      const void *bytes = f32.data();
-      if (t.ggml_type != wo::ggml::F32) {
-        q.resize(static_cast<size_t>(rb * ch.n));
-        const wo_quant_v1 *codec = codecs.at(t.ggml_type);
-        wo_status s = codec->quantize_rows(t.ggml_type, f32.data(), ch.n, t.ne[0], q.data());
-        if (s != WO_OK) {
-          std::lock_guard<std::mutex> lk(err_mu);
-          err = "quantizing '" + t.name + "': " + wo::status_name(s) + ": " + codec->last_error();
-          next = chunks.size();
-          return;
-        }
-        bytes = q.data();
-      }
+      bytes.resize(static_cast<size_t>(rb * ch.n));
       try {
-        w.write_at(w.data_start() + spec.offset + rb * static_cast<uint64_t>(ch.row0), bytes,
-                   static_cast<size_t>(rb * ch.n));
+        generate_rows(t, o.seed, ch.t, ch.row0, ch.n, bytes.data(), scratch);
+        w.write_at(w.data_start() + w.tensors()[ch.t].offset + rb * static_cast<uint64_t>(ch.row0),
+                   bytes.data(), bytes.size());
       } catch (const std::exception &e) {
         std::lock_guard<std::mutex> lk(err_mu);
         err = e.what();
@@ -129,18 +127,23 @@ int run(const Options &o) {
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned i = 0; i < o.threads; ++i) pool.emplace_back(worker);
-  for (auto &th : pool) th.join();
+  for (unsigned i = 0; i < o.threads; ++i)
+    pool.emplace_back(worker);
+  for (auto &th : pool)
+    th.join();
   w.close();
   if (!err.empty()) throw wo::Error(WO_ERR_INTERNAL, err);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::map<std::string, int> counts;
-  for (const auto &t : preset.tensors) counts[wo::ggml::type_info(t.ggml_type)->name]++;
+  for (const auto &t : preset.tensors)
+    counts[wo::ggml::type_info(t.ggml_type)->name]++;
   std::string mix;
-  for (const auto &[n, c] : counts) mix += (mix.empty() ? "" : ", ") + n + "x" + std::to_string(c);
-  std::printf("wrote %s: preset %s, %zu tensors (%s), %.2f GB in %.2f s (%.2f GB/s, %u threads)\n", o.out.c_str(),
-              o.preset.c_str(), preset.tensors.size(), mix.c_str(), static_cast<double>(w.file_size()) / 1e9, secs,
+  for (const auto &[n, c] : counts)
+    mix += (mix.empty() ? "" : ", ") + n + "x" + std::to_string(c);
+  std::printf("wrote %s: preset %s, %zu tensors (%s), %.2f GB in %.2f s (%.2f GB/s, %u threads)\n",
+              o.out.c_str(), o.preset.c_str(), preset.tensors.size(), mix.c_str(),
+              static_cast<double>(w.file_size()) / 1e9, secs,
               static_cast<double>(w.file_size()) / 1e9 / std::max(secs, 1e-9), o.threads);
   return 0;
 }
@@ -159,14 +162,21 @@ int main(int argc, char **argv) {
       if (a == "--help" || a == "-h") {
         usage(stdout);
         return 0;
-      } else if (a == "--preset") o.preset = value();
-      else if (a == "--out") o.out = value();
-      else if (a == "--seed") o.seed = parse_u64(a, value());
-      else if (a == "--tokenizer-from") o.tokenizer_from = value();
-      else if (a == "--plugin-dir") o.plugin_dir = value();
+      } else if (a == "--preset")
+        o.preset = value();
+      else if (a == "--out")
+        o.out = value();
+      else if (a == "--seed")
+        o.seed = parse_u64(a, value());
+      else if (a == "--tokenizer-from")
+        o.tokenizer_from = value();
+      else if (a == "--plugin-dir")
+        o.plugin_dir = value();
       else if (a == "--threads") {
         uint64_t n = parse_u64(a, value());
-        if (n < 1 || n > 1024) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "option --threads: expected 1..1024, found " + std::to_string(n));
+        if (n < 1 || n > 1024)
+          throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                          "option --threads: expected 1..1024, found " + std::to_string(n));
         o.threads = static_cast<unsigned>(n);
       } else
         throw wo::Error(WO_ERR_INVALID_ARGUMENT, "unknown option '" + a + "' (see --help)");
