@@ -4,7 +4,7 @@
 // run). `--http URL` measures the same things as a client of the running worker sees them.
 //
 //   bench --model M [--plugin-dir D] [--json] [--n-decode 256] [--prompts 16,128,512,2048]
-//         [--depths 128,2048] [--reps 3]
+//         [--depths 128,2048] [--reps 3] [--profile-steps N]
 //   bench --http http://127.0.0.1:8080 [--n-decode 256] [--reps 5] [--json]
 #include "http_bench.hpp"
 #include "stats.hpp"
@@ -16,6 +16,7 @@
 
 #include <worker/sdk.hpp>
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -41,12 +42,14 @@ struct Options {
   int reps = 3;
   std::vector<int> prompts = {16, 128, 512, 2048};
   std::vector<int> depths = {128, 2048};
+  int profile_steps = 0; // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
 };
 
 std::vector<int> parse_list(const std::string &s) {
   std::vector<int> v;
   std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) v.push_back(std::stoi(x));
+  for (std::string x; std::getline(ss, x, ',');)
+    v.push_back(std::stoi(x));
   return v;
 }
 
@@ -92,7 +95,9 @@ double weight_bytes_per_token(const std::string &model) {
   double n_expert = 1;
   for (const auto &t : f->tensors())
     if (t.name.find("_exps.") != std::string::npos && t.n_dims == 3) n_expert = static_cast<double>(t.ne[2]);
-  const double n_used = f->has(arch + ".expert_used_count") ? static_cast<double>(f->get_int(arch + ".expert_used_count")) : 1.0;
+  const double n_used = f->has(arch + ".expert_used_count")
+                            ? static_cast<double>(f->get_int(arch + ".expert_used_count"))
+                            : 1.0;
   double sum = 0;
   for (const auto &t : f->tensors()) {
     double b = static_cast<double>(t.nbytes);
@@ -110,9 +115,11 @@ struct Bench {
   std::mt19937 rng{1234};
 
   std::vector<int32_t> random_prompt(int n) {
-    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(std::min<int64_t>(engine->vocab_size(), 30000) - 1));
+    std::uniform_int_distribution<int32_t> d(
+        0, static_cast<int32_t>(std::min<int64_t>(engine->vocab_size(), 30000) - 1));
     std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (auto &x : ids) x = d(rng);
+    for (auto &x : ids)
+      x = d(rng);
     return ids;
   }
 
@@ -144,6 +151,28 @@ struct Bench {
     double total = secs_since(t0);
     engine->end_session();
     return {total, prefill};
+  }
+
+  // For a profiler (ncu --profile-from-start off): after a prompt of `depth` tokens and 8 warm-up
+  // steps (graph captures made), decode `steps` tokens inside the profiled range.
+  void profile_decode(int depth, int steps) {
+    auto ids = random_prompt(depth);
+    engine->begin_session(depth + steps + 16);
+    wo::sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    sampler->reset();
+    engine->forward(ids.data(), depth, 0, false);
+    for (int i = 0; i < 8 + steps; ++i) {
+      if (i == 8) check(cudaProfilerStart(), "cudaProfilerStart");
+      sampler->sample(engine->logits_device(), greedy, 0);
+      sampler->fetch_id();
+      engine->forward(sampler->device_id(), 1, depth + i, false, true);
+    }
+    engine->synchronize();
+    check(cudaProfilerStop(), "cudaProfilerStop");
+    std::printf("profiled %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
+                engine->decode_graphs());
+    engine->end_session();
   }
 
   // Decode n_decode tokens after a prompt of `depth` tokens, the way the worker does: sample on
@@ -191,8 +220,10 @@ int run_engine_bench(const Options &o) {
   eo.plugin_dir = o.plugin_dir.empty() ? wo::plugins::Registry::default_dir() : o.plugin_dir;
   eo.gpu_device = o.gpu;
   int max_ctx = 0;
-  for (int p : o.prompts) max_ctx = std::max(max_ctx, p + 16);
-  for (int d : o.depths) max_ctx = std::max(max_ctx, d + o.n_decode + 16);
+  for (int p : o.prompts)
+    max_ctx = std::max(max_ctx, p + 16);
+  for (int d : o.depths)
+    max_ctx = std::max(max_ctx, d + o.n_decode + 16);
   eo.n_ctx = max_ctx;
   eo.residency_interval_s = 0;
 
@@ -216,6 +247,10 @@ int run_engine_bench(const Options &o) {
   b.engine->load(eo);
   double load_warm = secs_since(t0);
   b.make_sampler();
+  if (o.profile_steps > 0) {
+    b.profile_decode(o.depths.empty() ? 128 : o.depths.front(), o.profile_steps);
+    return 0;
+  }
   const auto info = b.engine->info();
   const auto vram = b.engine->vram();
   const double bw = measure_copy_bandwidth();
@@ -248,20 +283,22 @@ int run_engine_bench(const Options &o) {
   for (int d : o.depths) {
     auto lat = b.decode(d);
     double total = 0;
-    for (double x : lat) total += x;
+    for (double x : lat)
+      total += x;
     decs.push_back({d, lat.size() / (total * 1e-3), median(lat), percentile(lat, 95)});
   }
   const Llamacpp *ref = llamacpp_figures(info.architecture);
   const uint64_t MB = 1 << 20;
   if (o.json) {
-    std::printf("{\"model\":\"%s\",\"architecture\":\"%s\",\"quant_kind\":\"%s\",\"gpu\":\"%s\","
-                "\"load_s\":{\"cold\":%.3f,\"warm\":%.3f},"
-                "\"vram_bytes\":{\"weights\":%llu,\"kv_cache\":%llu,\"scratch\":%llu,\"total\":%llu},"
-                "\"copy_bandwidth_gbs\":%.1f,\"weight_bytes_per_token\":%.0f,\"decode_floor_tps\":%.1f,\"prefill\":[",
-                o.model.c_str(), info.architecture.c_str(), info.quant_kind.c_str(), info.gpu_name.c_str(), load_cold,
-                load_warm, static_cast<unsigned long long>(vram.current[0]),
-                static_cast<unsigned long long>(vram.current[1]), static_cast<unsigned long long>(vram.current[2]),
-                static_cast<unsigned long long>(vram.total_current), bw / 1e9, wbytes, floor_tps);
+    std::printf(
+        "{\"model\":\"%s\",\"architecture\":\"%s\",\"quant_kind\":\"%s\",\"gpu\":\"%s\","
+        "\"load_s\":{\"cold\":%.3f,\"warm\":%.3f},"
+        "\"vram_bytes\":{\"weights\":%llu,\"kv_cache\":%llu,\"scratch\":%llu,\"total\":%llu},"
+        "\"copy_bandwidth_gbs\":%.1f,\"weight_bytes_per_token\":%.0f,\"decode_floor_tps\":%.1f,\"prefill\":[",
+        o.model.c_str(), info.architecture.c_str(), info.quant_kind.c_str(), info.gpu_name.c_str(), load_cold,
+        load_warm, static_cast<unsigned long long>(vram.current[0]),
+        static_cast<unsigned long long>(vram.current[1]), static_cast<unsigned long long>(vram.current[2]),
+        static_cast<unsigned long long>(vram.total_current), bw / 1e9, wbytes, floor_tps);
     for (size_t i = 0; i < rows.size(); ++i)
       std::printf("%s{\"prompt_tokens\":%d,\"ttft_ms\":%.3f,\"prefill_tps\":%.1f}", i ? "," : "", rows[i].n,
                   rows[i].ttft_ms, rows[i].prefill_tps);
@@ -272,31 +309,38 @@ int run_engine_bench(const Options &o) {
                   i ? "," : "", decs[i].depth, o.n_decode, decs[i].tps, decs[i].med, decs[i].p95,
                   decs[i].tps / floor_tps);
     std::printf("]");
-    if (ref) std::printf(",\"llamacpp\":{\"name\":\"%s\",\"pp512\":%.0f,\"tg128\":%.0f}", ref->name, ref->pp512, ref->tg128);
+    if (ref)
+      std::printf(",\"llamacpp\":{\"name\":\"%s\",\"pp512\":%.0f,\"tg128\":%.0f}", ref->name, ref->pp512,
+                  ref->tg128);
     std::printf("}\n");
     return 0;
   }
-  std::printf("model %s (%s, %s) on %s\n", o.model.c_str(), info.architecture.c_str(), info.quant_kind.c_str(),
-              info.gpu_name.c_str());
+  std::printf("model %s (%s, %s) on %s\n", o.model.c_str(), info.architecture.c_str(),
+              info.quant_kind.c_str(), info.gpu_name.c_str());
   std::printf("load            cold %.2f s   warm %.2f s\n", load_cold, load_warm);
   std::printf("VRAM            weights %llu MiB   KV %llu MiB   scratch %llu MiB   total %llu MiB\n",
-              static_cast<unsigned long long>(vram.current[0] / MB), static_cast<unsigned long long>(vram.current[1] / MB),
-              static_cast<unsigned long long>(vram.current[2] / MB), static_cast<unsigned long long>(vram.total_current / MB));
-  std::printf("bandwidth       D2D copy %.0f GB/s; weights read per token %.1f MB; decode floor %.0f tok/s\n", bw / 1e9,
-              wbytes / 1e6, floor_tps);
+              static_cast<unsigned long long>(vram.current[0] / MB),
+              static_cast<unsigned long long>(vram.current[1] / MB),
+              static_cast<unsigned long long>(vram.current[2] / MB),
+              static_cast<unsigned long long>(vram.total_current / MB));
+  std::printf("bandwidth       D2D copy %.0f GB/s; weights read per token %.1f MB; decode floor %.0f tok/s\n",
+              bw / 1e9, wbytes / 1e6, floor_tps);
   std::printf("\n%-14s %12s %14s\n", "prompt tokens", "TTFT ms", "prefill tok/s");
-  for (const auto &r : rows) std::printf("%-14d %12.2f %14.0f\n", r.n, r.ttft_ms, r.prefill_tps);
+  for (const auto &r : rows)
+    std::printf("%-14d %12.2f %14.0f\n", r.n, r.ttft_ms, r.prefill_tps);
   std::printf("\n%-8s %10s %12s %12s %12s\n", "depth", "tok/s", "ITL med ms", "ITL p95 ms", "of floor");
   for (const auto &d : decs)
-    std::printf("%-8d %10.1f %12.3f %12.3f %11.0f%%\n", d.depth, d.tps, d.med, d.p95, 100.0 * d.tps / floor_tps);
+    std::printf("%-8d %10.1f %12.3f %12.3f %11.0f%%\n", d.depth, d.tps, d.med, d.p95,
+                100.0 * d.tps / floor_tps);
   if (ref) {
     double pp512 = 0;
     for (const auto &r : rows)
       if (r.n == 512) pp512 = r.prefill_tps;
-    std::printf("\nvs llama.cpp (%s, same H100 class): pp512 %.0f vs %.0f tok/s (x%.2f); decode %.0f vs %.0f tok/s "
-                "(x%.2f)\n",
-                ref->name, pp512, ref->pp512, pp512 / ref->pp512, decs.empty() ? 0.0 : decs[0].tps, ref->tg128,
-                decs.empty() ? 0.0 : decs[0].tps / ref->tg128);
+    std::printf(
+        "\nvs llama.cpp (%s, same H100 class): pp512 %.0f vs %.0f tok/s (x%.2f); decode %.0f vs %.0f tok/s "
+        "(x%.2f)\n",
+        ref->name, pp512, ref->pp512, pp512 / ref->pp512, decs.empty() ? 0.0 : decs[0].tps, ref->tg128,
+        decs.empty() ? 0.0 : decs[0].tps / ref->tg128);
   }
   return 0;
 }
@@ -316,19 +360,35 @@ int main(int argc, char **argv) {
       if (a == "--help" || a == "-h") {
         std::printf("usage: bench --model M [--plugin-dir D] [--gpu-device N] [--json] [--n-decode 256]\n"
                     "             [--prompts 16,128,512,2048] [--depths 128,2048] [--reps 3]\n"
-                    "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] [--json]\n");
+                    "             [--profile-steps N]  (decode N tokens at the first depth inside\n"
+                    "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
+                    "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
+                    "[--json]\n");
         return 0;
-      } else if (a == "--model") o.model = value();
-      else if (a == "--plugin-dir") o.plugin_dir = value();
-      else if (a == "--gpu-device") o.gpu = std::stoi(value());
-      else if (a == "--json") o.json = h.json = true;
-      else if (a == "--n-decode") o.n_decode = h.max_tokens = std::stoi(value());
-      else if (a == "--prompts") o.prompts = parse_list(value());
-      else if (a == "--depths") o.depths = parse_list(value());
-      else if (a == "--reps") o.reps = h.requests = std::stoi(value());
-      else if (a == "--http") o.http = h.url = value();
-      else if (a == "--prompt") h.prompt = value();
-      else throw std::runtime_error("unknown option '" + a + "' (see --help)");
+      } else if (a == "--model")
+        o.model = value();
+      else if (a == "--plugin-dir")
+        o.plugin_dir = value();
+      else if (a == "--gpu-device")
+        o.gpu = std::stoi(value());
+      else if (a == "--json")
+        o.json = h.json = true;
+      else if (a == "--n-decode")
+        o.n_decode = h.max_tokens = std::stoi(value());
+      else if (a == "--prompts")
+        o.prompts = parse_list(value());
+      else if (a == "--depths")
+        o.depths = parse_list(value());
+      else if (a == "--reps")
+        o.reps = h.requests = std::stoi(value());
+      else if (a == "--profile-steps")
+        o.profile_steps = std::stoi(value());
+      else if (a == "--http")
+        o.http = h.url = value();
+      else if (a == "--prompt")
+        h.prompt = value();
+      else
+        throw std::runtime_error("unknown option '" + a + "' (see --help)");
     }
     if (!o.http.empty()) return wo::bench::run_http_bench(h);
     if (o.model.empty()) throw std::runtime_error("--model or --http is required (see --help)");

@@ -20,4 +20,13 @@ for t in "$D"/bin/*gpu_test "$D"/bin/model_reference_test; do
 done
 echo "=== e2e HTTP (qwen2-tiny-Q8_0)"
 python3 "$D"/e2e_http.py "$D"/bin/worker-orcd /tmp/wo/models/qwen2-tiny-Q8_0.gguf "$D"/plugins || fail=1
+echo "=== /health of the gpt-oss fixture (quant_kind MXFP4)"
+"$D"/bin/worker-orcd --worker-id 3f2504e0-4f89-41d3-9a0c-0305e82c3302 --model /tmp/wo/models/gpt-oss-tiny-MXFP4_MOE.gguf \
+  --gpu-device 0 --port 18091 --plugin-dir "$D"/plugins 2>/tmp/oss-tiny.log &
+pid=$!
+for i in $(seq 100); do curl -sf localhost:18091/health >/dev/null && break; sleep 0.2; done
+curl -s localhost:18091/health; echo
+curl -sN localhost:18091/execute -d '{"job_id":"t1","prompt":"Hello","temperature":0,"max_tokens":8}' | head -c 1500; echo
+curl -s -X POST localhost:18091/shutdown >/dev/null; wait $pid; echo "worker exit $?"
+"$D"/bin/worker-orcd inspect --json /tmp/wo/models/gpt-oss-tiny-MXFP4_MOE.gguf 2>/dev/null | grep -m2 -E '"quant_(kind|label)"'
 echo "suite exit $fail"

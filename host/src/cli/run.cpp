@@ -10,6 +10,7 @@
 
 #include <worker/sdk.hpp>
 
+#include <cuda_runtime_api.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -221,13 +222,25 @@ int run_main(int argc, char **argv) {
     std::vector<int32_t> ids;
     int64_t pos = static_cast<int64_t>(prompt.size());
     int32_t next = argmax(last.data(), n_vocab);
+    // Decode as `serve` does, the id in device memory, so the step replays the same CUDA graph and
+    // computes the same logits (this command is the reference the HTTP stream is checked against).
+    const wo_host *h = engine.host();
+    void *d_next = nullptr;
+    if (const wo_status st = h->vram_alloc(h->ctx, sizeof(int32_t), WO_VRAM_SCRATCH, &d_next); st != WO_OK)
+      throw wo::Error(st, std::string("run: 4 bytes of device memory for the decode token: ") +
+                              wo::status_name(st));
     for (int64_t i = 0; i < a.n; ++i) {
       ids.push_back(next);
       if (i + 1 == a.n) break;
-      engine.forward(&next, 1, pos++, false);
+      // The stream is idle here (logits_host synchronized it), so a plain copy cannot race.
+      if (const cudaError_t e = cudaMemcpy(d_next, &next, sizeof next, cudaMemcpyHostToDevice);
+          e != cudaSuccess)
+        throw wo::Error(WO_ERR_CUDA, std::string("run: token upload: ") + cudaGetErrorString(e));
+      engine.forward(static_cast<const int32_t *>(d_next), 1, pos++, false, /*ids_on_device=*/true);
       std::vector<float> l = engine.logits_host();
       next = argmax(l.data(), n_vocab);
     }
+    h->vram_free(h->ctx, d_next);
     engine.end_session();
 
     if (a.json) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 
 namespace wo::engine {
@@ -22,22 +23,6 @@ namespace {
 std::string status_text(const char *what, wo_status st, const char *detail) {
   return std::string(what) + ": " + wo::status_name(st) +
          (detail && *detail ? std::string(": ") + detail : "");
-}
-
-// "Q4_K_M" from general.file_type; else the most common quantized tensor type.
-std::string quant_kind_of(const wo::gguf::File &f) {
-  if (auto ft = f.find_int("general.file_type")) {
-    const char *n = wo::gguf::file_type_name(*ft);
-    if (n && *n) return n;
-  }
-  std::map<uint32_t, uint64_t> bytes;
-  for (const auto &t : f.tensors())
-    if (t.type != wo::ggml::F32) bytes[t.type] += t.nbytes;
-  if (bytes.empty()) return "F32";
-  auto best = std::max_element(bytes.begin(), bytes.end(),
-                               [](const auto &a, const auto &b) { return a.second < b.second; });
-  const auto *ti = wo::ggml::type_info(best->first);
-  return ti ? ti->name : std::to_string(best->first);
 }
 
 } // namespace
@@ -134,6 +119,30 @@ void Engine::Impl::create_instance() {
   st = vram.alloc(plan.logits, WO_VRAM_SCRATCH, &p, "logits");
   if (st != WO_OK) throw Error(st, "model '" + opts.model + "': logits buffer: " + vram.last_error());
   logits = static_cast<float *>(p);
+  if (opts.cuda_graphs && WO_HAS_FIELD(wo_arch_v1, arch->struct_size, decode_step) && arch->decode_step) {
+    st = vram.alloc(sizeof(int32_t), WO_VRAM_SCRATCH, &p, "decode step position");
+    if (st != WO_OK) throw Error(st, "model '" + opts.model + "': decode position: " + vram.last_error());
+    d_step_pos = static_cast<int32_t *>(p);
+    graphs = std::make_unique<DecodeGraphs>(dev->stream());
+  }
+}
+
+bool Engine::Impl::decode_graph(const int32_t *id_dev, int64_t pos) {
+  if (!graphs || !graphs_ok) return false;
+  std::string why;
+  const bool ok = graphs->run(
+      id_dev, pos, session_ctx, d_step_pos,
+      [&](const int32_t *token, const int32_t *d_pos, int64_t bound) {
+        return arch->decode_step(arch_inst, token, d_pos, bound, logits) == WO_OK;
+      },
+      why);
+  if (!ok) {
+    graphs_ok = false; // for the rest of this session
+    const std::string detail = arch_error();
+    wo::observe::warn("decode_graph_unavailable",
+                      {{"reason", why + (detail.empty() ? "" : ": " + detail)}, {"pos", pos}});
+  }
+  return ok;
 }
 
 void Engine::Impl::start_residency_monitor() {
@@ -179,6 +188,7 @@ void Engine::Impl::load(const EngineOptions &o) {
                                              o.model + "'");
   ever_loaded = true;
   opts = o;
+  if (const char *g = std::getenv("WORKER_CUDA_GRAPHS"); g && std::string(g) == "0") opts.cuda_graphs = false;
   if (opts.n_batch <= 0)
     throw Error(WO_ERR_INVALID_ARGUMENT, "n_batch: expected > 0, found " + std::to_string(opts.n_batch));
   if (opts.upload_chunk_bytes == 0)
@@ -206,7 +216,7 @@ void Engine::Impl::load(const EngineOptions &o) {
   info = ModelInfo{};
   info.model_ref = opts.model;
   info.architecture = file->architecture();
-  info.quant_kind = quant_kind_of(*file);
+  info.quant_kind = wo::gguf::quant_kind(*file);
   info.tokenizer_kind = tok->kind ? tok->kind(tok_inst) : "";
   info.vocab_size = arch_plan.n_vocab;
   info.context_length = arch_plan.n_ctx_train;
@@ -234,6 +244,9 @@ void Engine::Impl::load(const EngineOptions &o) {
 void Engine::Impl::unload() {
   monitor.reset();
   if (dev) cudaStreamSynchronize(dev->stream());
+  graphs.reset(); // captures hold the session's addresses
+  if (d_step_pos) vram.free(d_step_pos);
+  d_step_pos = nullptr;
   if (session_open && arch && arch_inst) arch->session_end(arch_inst);
   session_open = false;
   session_ctx = 0;
@@ -363,12 +376,14 @@ void Engine::begin_session(int64_t n_ctx) {
   }
   e.session_open = true;
   e.session_ctx = want;
+  e.graphs_ok = e.graphs != nullptr && !e.opts.trace; // the routing trace reads ids on the host
 }
 
 void Engine::end_session() {
   auto &e = *impl_;
   if (!e.session_open) return;
   cudaStreamSynchronize(e.dev->stream());
+  if (e.graphs) e.graphs->clear(); // they captured this session's KV cache and scratch
   e.arch->session_end(e.arch_inst);
   e.session_open = false;
   e.session_ctx = 0;
@@ -399,6 +414,10 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
                                                  std::to_string(e.arch_plan.n_vocab - 1));
   }
   e.last_codec_error.clear();
+  if (n == 1 && ids_on_device && !all_logits && e.decode_graph(ids, pos)) {
+    e.logits_rows = 1;
+    return;
+  }
   for (int64_t done = 0; done < n;) {
     const int64_t chunk = std::min(n - done, e.opts.n_batch);
     const uint32_t flags =
@@ -417,6 +436,7 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
 }
 
 int64_t Engine::logits_rows() const { return impl_->logits_rows; }
+size_t Engine::decode_graphs() const { return impl_->graphs ? impl_->graphs->captures() : 0; }
 const float *Engine::logits_device() const { return impl_->logits; }
 
 std::vector<float> Engine::logits_host(int64_t row) const {

@@ -51,6 +51,10 @@ struct EngineOptions {
   bool trace = false;                  // record plugin traces (e.g. gpt-oss routing)
   int residency_interval_s = 60;       // background residency check period (0 = off)
   int64_t max_tokens_out = 0;          // --max-tokens-out (see n_ctx; 0 = no cap)
+  // Decode (one device-resident token, position known) replays a CUDA graph of the architecture's
+  // decode_step when it has one (SDK 1.1). WORKER_CUDA_GRAPHS=0 in the environment turns it off
+  // (debugging: every kernel launched one by one, as forward does).
+  bool cuda_graphs = true;
 };
 
 struct PluginUse {
@@ -129,12 +133,16 @@ public:
   bool in_session() const;
   int64_t session_ctx() const;
 
-  // Run n tokens at positions pos..pos+n-1 (pos 0 restarts the sequence). Prompts longer than
-  // n_batch are split into n_batch chunks. all_logits: keep logits for every token (then n must be
+  // Run n tokens at positions pos..pos+n-1 (pos 0 restarts the sequence). One token on the device
+  // without all_logits (decode) replays a CUDA graph when available (EngineOptions.cuda_graphs). Prompts
+  // longer than n_batch are split into n_batch chunks. all_logits: keep logits for every token (then n must
+  // be
   // <= n_batch); otherwise only the last token's row. ids are host memory unless ids_on_device.
   // Enqueued on stream(); does not synchronize (logits_host does).
   void forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits, bool ids_on_device = false);
   int64_t logits_rows() const; // rows the last forward wrote
+  // Decode graphs captured in this session (0: decode runs without graphs).
+  size_t decode_graphs() const;
   // Device float32 [logits_rows()][vocab_size()], valid until the next forward.
   const float *logits_device() const;
   // Synchronizes the stream. row -1 = the last row; otherwise 0 <= row < logits_rows().

@@ -5,6 +5,7 @@
 #include "device/device_context.hpp"
 #include "device/residency.hpp"
 #include "device/vram_accounting.hpp"
+#include "engine/decode_graph.hpp"
 #include "engine/engine.hpp"
 #include "engine/weight_store.hpp"
 #include "gguf/gguf_file.hpp"
@@ -81,6 +82,13 @@ public:
 
   bool session_open = false;
   int64_t session_ctx = 0;
+
+  // Decode graphs (decode_graph.hpp): per session; graphs_ok turns false for the rest of the
+  // session when a capture fails (the step then runs through forward).
+  std::unique_ptr<DecodeGraphs> graphs;
+  int32_t *d_step_pos = nullptr; // the position decode_step reads
+  bool graphs_ok = false;
+  bool decode_graph(const int32_t *id_dev, int64_t pos); // false: run forward instead
 
   std::vector<wo::device::ResidentBlock> resident;
   std::unique_ptr<wo::device::ResidencyMonitor> monitor;

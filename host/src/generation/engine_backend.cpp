@@ -14,7 +14,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 wo::http::JobResult failure(const char *code, const std::string &msg, bool retriable) {
   wo::http::JobResult r;
@@ -24,17 +26,6 @@ wo::http::JobResult failure(const char *code, const std::string &msg, bool retri
   r.retriable = retriable;
   return r;
 }
-
-// Ends the engine session whatever way the job ends: the KV cache is freed after every job.
-struct SessionGuard {
-  wo::engine::Engine &e;
-  ~SessionGuard() {
-    try {
-      e.end_session();
-    } catch (...) {
-    }
-  }
-};
 
 } // namespace
 
@@ -47,6 +38,11 @@ EngineBackend::EngineBackend(std::unique_ptr<wo::engine::Engine> engine) : engin
         return h->vram_alloc(h->ctx, bytes, WO_VRAM_SCRATCH, &p) == WO_OK ? p : nullptr;
       },
       [h](void *p) { h->vram_free(h->ctx, p); });
+  // One session for the worker's lifetime, at the planned capacity: the KV cache and scratch are
+  // reserved at startup (a model that cannot hold its context fails here, with the numbers, not
+  // in the middle of a job), jobs allocate nothing, and the decode graphs captured by the first
+  // job serve the next ones. Each job restarts the sequence at position 0.
+  engine_->begin_session();
 
   const auto info = engine_->info();
   auto &f = facts_;
@@ -56,9 +52,10 @@ EngineBackend::EngineBackend(std::unique_ptr<wo::engine::Engine> engine) : engin
   f.vocab_size = static_cast<uint32_t>(info.vocab_size);
   f.context_length = static_cast<uint32_t>(info.n_ctx);
   f.sm = std::to_string(info.sm_major) + "." + std::to_string(info.sm_minor);
-  f.cuda_runtime_version =
-      std::to_string(info.cuda_runtime_version / 1000) + "." + std::to_string(info.cuda_runtime_version % 1000 / 10);
-  for (const auto &p : info.plugins) f.plugins.push_back({p.name, p.kind, p.version});
+  f.cuda_runtime_version = std::to_string(info.cuda_runtime_version / 1000) + "." +
+                           std::to_string(info.cuda_runtime_version % 1000 / 10);
+  for (const auto &p : info.plugins)
+    f.plugins.push_back({p.name, p.kind, p.version});
   const auto residency = engine_->check_residency();
   f.resident = residency.ok;
   f.healthy = residency.ok;
@@ -77,14 +74,15 @@ uint32_t EngineBackend::count_prompt_tokens(const std::string &prompt) {
   try {
     return static_cast<uint32_t>(engine_->tokenize(prompt, true, true).size());
   } catch (const std::exception &e) {
-    throw wo::http::BackendError("INVALID_REQUEST", std::string("prompt could not be tokenized: ") + e.what());
+    throw wo::http::BackendError("INVALID_REQUEST",
+                                 std::string("prompt could not be tokenized: ") + e.what());
   }
 }
 
 wo::http::JobResult EngineBackend::run(const wo::http::JobRequest &req, wo::http::TokenSink &sink,
                                        const std::atomic<bool> &cancel, Clock::time_point deadline) {
   wo::http::JobResult r = run_job(req, sink, cancel, deadline);
-  // The session's KV cache is freed by now: /health reports what stays allocated between jobs.
+  // /health reports what stays allocated between jobs: weights, the reserved session, scratch.
   std::lock_guard<std::mutex> lk(facts_mu_);
   facts_.vram_bytes_used = engine_->vram().total_current;
   return r;
@@ -110,7 +108,9 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
                    false);
   const int64_t budget = std::min<int64_t>(req.max_tokens, n_ctx_max - n_in);
 
-  const uint64_t seed = req.seed_given ? req.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  const uint64_t seed = req.seed_given
+                            ? req.seed
+                            : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::mt19937_64 rng(seed);
   wo::sampling::SamplingParams sp;
   sp.temperature = req.temperature;
@@ -123,15 +123,6 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
   result.tokens_in = static_cast<uint32_t>(n_in);
   if (!sink.started(seed)) return failure(CANCELLED, "client disconnected", false);
 
-  try {
-    engine_->begin_session(n_in + budget);
-  } catch (const wo::Error &e) {
-    if (e.status() == WO_ERR_OUT_OF_MEMORY)
-      return failure(wo::http::job_error::VRAM_OOM, e.what(), true);
-    return failure(e.status() == WO_ERR_CUDA ? wo::http::job_error::CUDA_ERROR : wo::http::job_error::INTERNAL,
-                   e.what(), false);
-  }
-  SessionGuard guard{*engine_};
   wo::Utf8Assembler utf8;
   StopMatcher stops(req.stop);
   uint32_t emitted = 0;

@@ -86,6 +86,27 @@ uint64_t add_sat(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MA
 
 } // namespace
 
+std::string quant_kind(const File &f) {
+  if (auto ft = f.find("general.file_type"); ft && ft->is_integer()) {
+    int64_t i;
+    uint64_t u;
+    bool neg;
+    ft->widen(i, u, neg);
+    std::string name = file_type_name(i);
+    const std::string moe = "_MOE";
+    if (name.size() > moe.size() && name.compare(name.size() - moe.size(), moe.size(), moe) == 0)
+      name.resize(name.size() - moe.size());
+    if (!name.empty()) return name;
+  }
+  std::map<uint32_t, uint64_t> bytes;
+  for (const TensorInfo &t : f.tensors())
+    if (t.type != ggml::F32) bytes[t.type] += t.nbytes;
+  if (bytes.empty()) return "F32";
+  const auto best = std::max_element(bytes.begin(), bytes.end(),
+                                     [](const auto &a, const auto &b) { return a.second < b.second; });
+  return ggml::type_info(best->first)->name; // validated at open
+}
+
 ModelSummary summarize(const File &f) {
   ModelSummary s;
   s.source = f.source();
@@ -118,6 +139,7 @@ ModelSummary summarize(const File &f) {
     s.weight_bytes += t.nbytes;
   }
   s.tensor_count = f.tensors().size();
+  s.quant_kind = quant_kind(f);
   for (auto &kv : by_type)
     s.types.push_back(kv.second);
   std::sort(s.types.begin(), s.types.end(), [](const TypeStat &a, const TypeStat &b) {
@@ -278,6 +300,8 @@ std::string summary_json(const File &f, const ModelSummary &s, const std::option
   w.EndObject();
   w.Key("file_type");
   put_or_null(w, s.file_type);
+  w.Key("quant_kind");
+  put(w, s.quant_kind);
   w.Key("quant_label");
   put(w, s.quant_label);
   w.Key("weight_bytes");
@@ -352,7 +376,7 @@ std::string summary_text(const File &f, const ModelSummary &s, const std::option
     << hex(f.data_offset()) << "\n";
   o << "architecture: " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
   o << "name:         " << (s.name.empty() ? "(none)" : s.name) << "\n";
-  o << "quant:        " << s.quant_label << "\n";
+  o << "quant:        " << s.quant_kind << " (" << s.quant_label << ")\n";
   o << "tensors:      " << s.tensor_count << ", " << s.weight_bytes << " bytes ("
     << human_bytes(s.weight_bytes) << ")\n";
   for (const TypeStat &t : s.types)

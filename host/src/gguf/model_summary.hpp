@@ -38,6 +38,7 @@ struct ModelSummary {
   uint64_t tensor_count = 0;
   std::vector<TypeStat> types; // most tensors first, then by name
   std::string file_type;       // general.file_type as llama.cpp names it ("Q4_K_M"), or the dominant type
+  std::string quant_kind;      // quant_kind(f): "Q4_K_M", "Q8_0", "MXFP4" (what /health reports)
   std::string quant_label;     // "Q4_K_M mix: Q4_K×13, Q6_K×3, F32×5"
   uint64_t weight_bytes = 0;
   uint64_t kv_cache_bytes = 0; // FP16 K and V for every layer at the model's context length
@@ -55,12 +56,18 @@ struct PluginReport {
 
 ModelSummary summarize(const File &f);
 
+// The model's quantization as users name it, the value /health, /metrics and `inspect` report:
+// llama.cpp's general.file_type name without the "_MOE" suffix ("MXFP4_MOE" names the rule
+// "experts in MXFP4, the rest in Q8_0"; the quantization is MXFP4), else the quantized type holding
+// the most bytes, else "F32".
+std::string quant_kind(const File &f);
+
 // llama.cpp's name of a general.file_type value ("Q4_K_M"), or "" when unknown.
 const char *file_type_name(int64_t file_type);
 
 // JSON keys: version, alignment, file_size, architecture, name, hparams, tokenizer{model, pre,
 // vocab_size}, tensor_count, tensor_types{type: count}, tensor_bytes{type: bytes}, file_type,
-// quant_label, weight_bytes, kv_cache_bytes, context_length, estimated_vram_bytes, plugins
+// quant_kind, quant_label, weight_bytes, kv_cache_bytes, context_length, estimated_vram_bytes, plugins
 // {architecture, tokenizer, quant{type: plugin}}, missing[]; with `with_tensors`, tensors[] of
 // {name, type, shape, offset, bytes}. Plugin values are null when unknown.
 std::string summary_json(const File &f, const ModelSummary &s, const std::optional<PluginReport> &plugins,

@@ -26,29 +26,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string abi_string(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
+std::string abi_string(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
 
 const std::string kHostAbi = abi_string(WORKER_SDK_ABI_MAJOR, WORKER_SDK_ABI_MINOR);
 
 // The function pointers each kind's v1 vtable must set (the first NULL one, or empty).
-#define WO_REQUIRE_FN(field)                                                                           \
+#define WO_REQUIRE_FN(field)                                                                                 \
   if (!v->field) return #field;
 
 std::string missing_fn(const wo_arch_v1 *v) {
-  WO_REQUIRE_FN(probe) WO_REQUIRE_FN(plan) WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy)
-  WO_REQUIRE_FN(session_begin) WO_REQUIRE_FN(session_end) WO_REQUIRE_FN(forward) WO_REQUIRE_FN(last_error)
-  return {};
+  WO_REQUIRE_FN(probe)
+  WO_REQUIRE_FN(plan) WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy) WO_REQUIRE_FN(session_begin)
+      WO_REQUIRE_FN(session_end) WO_REQUIRE_FN(forward) WO_REQUIRE_FN(last_error) return {};
 }
 std::string missing_fn(const wo_quant_v1 *v) {
   if (v->n_types == 0) return "types (n_types is 0: the codec serves no type)";
-  WO_REQUIRE_FN(types) WO_REQUIRE_FN(dequantize_rows) WO_REQUIRE_FN(last_error)
-  return {};
+  WO_REQUIRE_FN(types) WO_REQUIRE_FN(dequantize_rows) WO_REQUIRE_FN(last_error) return {};
 }
 std::string missing_fn(const wo_tokenizer_v1 *v) {
-  WO_REQUIRE_FN(probe) WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy) WO_REQUIRE_FN(encode)
-  WO_REQUIRE_FN(token_bytes) WO_REQUIRE_FN(special_ids) WO_REQUIRE_FN(is_eog) WO_REQUIRE_FN(vocab_size)
-  WO_REQUIRE_FN(kind) WO_REQUIRE_FN(last_error)
-  return {};
+  WO_REQUIRE_FN(probe)
+  WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy) WO_REQUIRE_FN(encode) WO_REQUIRE_FN(token_bytes)
+      WO_REQUIRE_FN(special_ids) WO_REQUIRE_FN(is_eog) WO_REQUIRE_FN(vocab_size) WO_REQUIRE_FN(kind)
+          WO_REQUIRE_FN(last_error) return {};
 }
 #undef WO_REQUIRE_FN
 
@@ -63,7 +64,7 @@ const char *vtable_name(wo_plugin_kind kind) {
 
 size_t vtable_min_size(wo_plugin_kind kind) {
   switch (kind) {
-  case WO_PLUGIN_ARCHITECTURE: return sizeof(wo_arch_v1);
+  case WO_PLUGIN_ARCHITECTURE: return offsetof(wo_arch_v1, decode_step); // 1.0's fields; 1.1 appended
   case WO_PLUGIN_QUANT: return sizeof(wo_quant_v1);
   case WO_PLUGIN_TOKENIZER: return sizeof(wo_tokenizer_v1);
   default: return 0;
@@ -126,7 +127,8 @@ struct Registry::Impl {
   }
   std::string dirs_text() const {
     std::string s;
-    for (const auto &d : dirs) s += (s.empty() ? "" : ", ") + d;
+    for (const auto &d : dirs)
+      s += (s.empty() ? "" : ", ") + d;
     return s.empty() ? "(no directory scanned)" : s;
   }
 
@@ -154,8 +156,9 @@ void Registry::Impl::consider(const std::string &path) {
     return reject(c);
   }
   if (std::find(symbols.begin(), symbols.end(), WORKER_PLUGIN_ENTRY_NAME) == symbols.end()) {
-    c.reason = std::string("not a worker plugin: no '") + WORKER_PLUGIN_ENTRY_NAME + "' symbol in ELF section '" +
-               WORKER_PLUGIN_SECTION_NAME + "' (found " + std::to_string(symbols.size()) +
+    c.reason = std::string("not a worker plugin: no '") + WORKER_PLUGIN_ENTRY_NAME +
+               "' symbol in ELF section '" + WORKER_PLUGIN_SECTION_NAME + "' (found " +
+               std::to_string(symbols.size()) +
                " symbols there; plugins export their entry with WORKER_PLUGIN from worker/sdk.hpp)";
     return reject(c);
   }
@@ -167,7 +170,9 @@ void Registry::Impl::consider(const std::string &path) {
   l.lib.load(path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec || !l.lib.is_loaded()) {
     const char *why = dlerror(); // Boost keeps only an errno-like code; dlerror has the loader's text
-    c.reason = "unloadable: dlopen failed: " + std::string(why ? why : ec ? ec.message().c_str() : "unknown error");
+    c.reason = "unloadable: dlopen failed: " + std::string(why  ? why
+                                                           : ec ? ec.message().c_str()
+                                                                : "unknown error");
     return reject(c);
   }
   wo_plugin_entry_fn entry = nullptr;
@@ -180,7 +185,8 @@ void Registry::Impl::consider(const std::string &path) {
     return reject(c);
   }
   if (!entry) {
-    c.reason = std::string("not a worker plugin: its '") + WORKER_PLUGIN_ENTRY_NAME + "' alias points to NULL";
+    c.reason =
+        std::string("not a worker plugin: its '") + WORKER_PLUGIN_ENTRY_NAME + "' alias points to NULL";
     return reject(c);
   }
 
@@ -201,7 +207,8 @@ void Registry::Impl::consider(const std::string &path) {
     c.abi = abi_string(d->abi_major, d->abi_minor);
   if (!WO_HAS_FIELD(wo_plugin, d->struct_size, vtable)) {
     c.reason = "descriptor struct_size " + std::to_string(d->struct_size) + " is smaller than the " +
-               std::to_string(offsetof(wo_plugin, vtable) + sizeof(void *)) + " bytes of the v1 wo_plugin fields";
+               std::to_string(offsetof(wo_plugin, vtable) + sizeof(void *)) +
+               " bytes of the v1 wo_plugin fields";
     return reject(c);
   }
   c.name = d->name ? d->name : "";
@@ -213,11 +220,13 @@ void Registry::Impl::consider(const std::string &path) {
     return reject(c);
   }
   if (c.kind.empty()) {
-    c.reason = "unknown plugin kind " + std::to_string(d->kind) + " (expected 1 architecture, 2 quant, 3 tokenizer)";
+    c.reason =
+        "unknown plugin kind " + std::to_string(d->kind) + " (expected 1 architecture, 2 quant, 3 tokenizer)";
     return reject(c);
   }
   if (c.name.empty()) {
-    c.reason = "descriptor name is " + std::string(d->name ? "empty" : "NULL") + " (a unique name is required)";
+    c.reason =
+        "descriptor name is " + std::string(d->name ? "empty" : "NULL") + " (a unique name is required)";
     return reject(c);
   }
   if (std::string problem = vtable_problem(d->kind, d->vtable); !problem.empty()) {
@@ -233,11 +242,9 @@ void Registry::Impl::consider(const std::string &path) {
   c.accepted = true;
   l.desc = d;
   loaded.push_back(std::move(l));
-  wo::observe::info("plugin_accepted", {{"path", c.path},
-                                        {"name", c.name},
-                                        {"kind", c.kind},
-                                        {"version", c.version},
-                                        {"abi", c.abi}});
+  wo::observe::info(
+      "plugin_accepted",
+      {{"path", c.path}, {"name", c.name}, {"kind", c.kind}, {"version", c.version}, {"abi", c.abi}});
   candidates.push_back(c);
 }
 
@@ -257,7 +264,8 @@ void Registry::scan(const std::string &dir) {
   impl_->dirs.push_back(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    wo::observe::warn("plugin_dir_missing", {{"dir", dir}, {"reason", ec ? ec.message() : "not a directory"}});
+    wo::observe::warn("plugin_dir_missing",
+                      {{"dir", dir}, {"reason", ec ? ec.message() : "not a directory"}});
     return;
   }
   std::vector<std::string> paths;
@@ -307,21 +315,24 @@ struct Scored {
 const wo_plugin *pick(const std::vector<Scored> &scored, const std::string &what, const std::string &facts,
                       const std::string &dirs, const std::function<std::string(const wo_plugin *)> &label) {
   if (scored.empty())
-    throw wo::Error(WO_ERR_NOT_FOUND, "no " + what + " plugin is installed (scanned: " + dirs + "); model: " + facts);
+    throw wo::Error(WO_ERR_NOT_FOUND,
+                    "no " + what + " plugin is installed (scanned: " + dirs + "); model: " + facts);
   const Scored *best = nullptr;
   for (const auto &s : scored)
     if (!best || s.score > best->score) best = &s;
   if (best->score <= 0) {
     std::string probed;
-    for (const auto &s : scored) probed += (probed.empty() ? "" : ", ") + std::string(s.p->name) + "=" + std::to_string(s.score);
-    throw wo::Error(WO_ERR_NOT_FOUND, "no " + what + " plugin serves this model (" + facts + "); probe scores: " +
-                                          probed + " (scanned: " + dirs + ")");
+    for (const auto &s : scored)
+      probed += (probed.empty() ? "" : ", ") + std::string(s.p->name) + "=" + std::to_string(s.score);
+    throw wo::Error(WO_ERR_NOT_FOUND, "no " + what + " plugin serves this model (" + facts +
+                                          "); probe scores: " + probed + " (scanned: " + dirs + ")");
   }
   for (const auto &s : scored)
     if (&s != best && s.score == best->score)
       throw wo::Error(WO_ERR_INVALID_ARGUMENT, what + " plugins " + label(best->p) + " and " + label(s.p) +
-                                                   " both score " + std::to_string(best->score) + " for this model (" +
-                                                   facts + "); remove one of them from the plugin directory");
+                                                   " both score " + std::to_string(best->score) +
+                                                   " for this model (" + facts +
+                                                   "); remove one of them from the plugin directory");
   return best->p;
 }
 
@@ -329,21 +340,25 @@ const wo_plugin *pick(const std::vector<Scored> &scored, const std::string &what
 
 const wo_plugin *Registry::select_architecture(const wo_host *host) const {
   std::vector<Scored> scored;
-  for (const wo_plugin *p : accepted(WO_PLUGIN_ARCHITECTURE)) scored.push_back({p, arch(p)->probe(host)});
+  for (const wo_plugin *p : accepted(WO_PLUGIN_ARCHITECTURE))
+    scored.push_back({p, arch(p)->probe(host)});
   std::string facts = "general.architecture=" + meta_fact(host, "general.architecture");
-  return pick(scored, "architecture", facts, impl_->dirs_text(), [this](const wo_plugin *p) { return impl_->label(p); });
+  return pick(scored, "architecture", facts, impl_->dirs_text(),
+              [this](const wo_plugin *p) { return impl_->label(p); });
 }
 
 const wo_plugin *Registry::select_tokenizer(const wo_host *host, const wo_tokenizer_config *cfg) const {
   std::vector<Scored> scored;
-  for (const wo_plugin *p : accepted(WO_PLUGIN_TOKENIZER)) scored.push_back({p, tokenizer(p)->probe(host, cfg)});
+  for (const wo_plugin *p : accepted(WO_PLUGIN_TOKENIZER))
+    scored.push_back({p, tokenizer(p)->probe(host, cfg)});
   std::string facts;
   if (cfg && WO_HAS_FIELD(wo_tokenizer_config, cfg->struct_size, tokenizer_json) && cfg->tokenizer_json)
     facts = "tokenizer.json='" + std::string(cfg->tokenizer_json) + "'";
   else
     facts = "tokenizer.ggml.model=" + meta_fact(host, "tokenizer.ggml.model") +
             ", tokenizer.ggml.pre=" + meta_fact(host, "tokenizer.ggml.pre");
-  return pick(scored, "tokenizer", facts, impl_->dirs_text(), [this](const wo_plugin *p) { return impl_->label(p); });
+  return pick(scored, "tokenizer", facts, impl_->dirs_text(),
+              [this](const wo_plugin *p) { return impl_->label(p); });
 }
 
 const wo_plugin *Registry::quant_for_type(uint32_t ggml_type) const {
@@ -353,10 +368,10 @@ const wo_plugin *Registry::quant_for_type(uint32_t ggml_type) const {
     for (uint32_t i = 0; i < q->n_types; ++i)
       if (q->types[i] == ggml_type) {
         if (found)
-          throw wo::Error(WO_ERR_INVALID_ARGUMENT, "ggml type " + type_label(ggml_type) +
-                                                       " is served by two quant plugins: " + impl_->label(found) +
-                                                       " and " + impl_->label(p) +
-                                                       "; remove one of them from the plugin directory");
+          throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                          "ggml type " + type_label(ggml_type) +
+                              " is served by two quant plugins: " + impl_->label(found) + " and " +
+                              impl_->label(p) + "; remove one of them from the plugin directory");
         found = p;
         break;
       }
@@ -366,18 +381,26 @@ const wo_plugin *Registry::quant_for_type(uint32_t ggml_type) const {
 
 namespace {
 template <class V> const V *checked_vtable(const wo_plugin *p, wo_plugin_kind kind) {
-  if (!p) throw wo::Error(WO_ERR_INVALID_ARGUMENT, std::string("expected a ") + vtable_name(kind) + " plugin, found NULL");
+  if (!p)
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                    std::string("expected a ") + vtable_name(kind) + " plugin, found NULL");
   if (p->kind != kind)
-    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "plugin '" + std::string(p->name ? p->name : "") + "': expected kind " +
-                                                 Registry::kind_name(kind) + ", found kind " + std::to_string(p->kind));
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "plugin '" + std::string(p->name ? p->name : "") +
+                                                 "': expected kind " + Registry::kind_name(kind) +
+                                                 ", found kind " + std::to_string(p->kind));
   if (std::string problem = vtable_problem(kind, p->vtable); !problem.empty())
-    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "plugin '" + std::string(p->name ? p->name : "") + "': " + problem);
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                    "plugin '" + std::string(p->name ? p->name : "") + "': " + problem);
   return static_cast<const V *>(p->vtable);
 }
 } // namespace
 
-const wo_arch_v1 *Registry::arch(const wo_plugin *p) { return checked_vtable<wo_arch_v1>(p, WO_PLUGIN_ARCHITECTURE); }
-const wo_quant_v1 *Registry::quant(const wo_plugin *p) { return checked_vtable<wo_quant_v1>(p, WO_PLUGIN_QUANT); }
+const wo_arch_v1 *Registry::arch(const wo_plugin *p) {
+  return checked_vtable<wo_arch_v1>(p, WO_PLUGIN_ARCHITECTURE);
+}
+const wo_quant_v1 *Registry::quant(const wo_plugin *p) {
+  return checked_vtable<wo_quant_v1>(p, WO_PLUGIN_QUANT);
+}
 const wo_tokenizer_v1 *Registry::tokenizer(const wo_plugin *p) {
   return checked_vtable<wo_tokenizer_v1>(p, WO_PLUGIN_TOKENIZER);
 }

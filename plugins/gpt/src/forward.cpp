@@ -93,4 +93,25 @@ void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t po
   if (tracing) end_routing_trace(inst);
 }
 
+void decode_step_device(Instance &inst, const int32_t *token, const int32_t *pos, int64_t pos_bound,
+                        float *logits) {
+  if (routing_trace_enabled(inst)) // the trace copies expert ids to the host: not capturable
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: unavailable while the host records the routing trace; "
+                                         "use forward");
+  const DeviceOps ops(inst.host);
+  Buffers b = carve(inst.session);
+  // The layers only read tokens and positions: the caller's device values stand in for the
+  // scratch copies forward makes, so nothing here depends on the position on the host.
+  b.tokens = const_cast<int32_t *>(token);
+  b.positions = const_cast<int32_t *>(pos);
+  ops.gather(inst.w.token_embd, b.tokens, 1, b.x);
+  if (inst.hp.family == Family::Gpt2) {
+    gpt2_embed(inst, ops, b, 1);
+    gpt2_layers(inst, ops, b, 1, pos_bound - 1);
+  } else {
+    gptoss_layers(inst, ops, b, 1, pos_bound - 1);
+  }
+  head(inst, ops, b, 0, 1, logits);
+}
+
 } // namespace wo::gpt

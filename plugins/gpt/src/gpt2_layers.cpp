@@ -28,7 +28,8 @@ void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, i
   ap.causal = true;
   ap.workspace = b.attn_ws; // lets decode split long contexts over several blocks
   ap.workspace_floats = b.attn_ws_floats;
-  ap.q_stride = 3 * E; // q is the first third of each fused [q;k;v] row
+  ap.q_stride = 3 * E;        // q is the first third of each fused [q;k;v] row
+  ap.positions = b.positions; // device positions: pos0 / n_kv are bounds (decode_step replays)
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
@@ -38,7 +39,7 @@ void gpt2_layers(const Instance &inst, const DeviceOps &ops, const Buffers &b, i
     ops.linear(w.attn_qkv, b.h, b.qkv, m);
     cuda_ok(kernels::add_bias(b.qkv, f32_data(w.attn_qkv_b), m, 3 * E, s), "attn_qkv bias", il);
     cuda_ok(kernels::kv_write(b.qkv + E, b.qkv + 2 * E, k_cache(inst, il), v_cache(inst, il), pos0, m,
-                              ap.n_kv_heads, ap.head_dim, s, 3 * E),
+                              ap.n_kv_heads, ap.head_dim, s, 3 * E, b.positions),
             "kv_write", il);
     cuda_ok(kernels::attention(b.qkv, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     ops.linear(w.attn_output, b.attn, b.proj, m);

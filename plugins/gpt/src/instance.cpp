@@ -7,10 +7,14 @@ int64_t batch_of(const wo_arch_config *cfg) {
   if (cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0) return cfg->n_batch;
   return kDefaultBatch;
 }
+bool fused_of(const wo_arch_config *cfg) {
+  return !(cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, flags) && (cfg->flags & WO_ARCH_UNFUSED));
+}
 } // namespace
 
 Instance::Instance(const wo_host *h, const wo_arch_config *cfg)
-    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)), n_batch(batch_of(cfg)) {}
+    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)), n_batch(batch_of(cfg)),
+      fused(fused_of(cfg)) {}
 
 void session_begin(Instance &inst, int64_t n_ctx) {
   if (n_ctx <= 0)
@@ -67,6 +71,21 @@ void check_args(const Instance &inst, const int32_t *tokens, int64_t n, int64_t 
 void forward(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits, uint32_t flags) {
   check_args(inst, tokens, n, pos, logits, flags);
   forward_device(inst, tokens, n, pos, logits, flags);
+}
+
+void decode_step(Instance &inst, const int32_t *token, const int32_t *pos, int64_t pos_bound, float *logits) {
+  const Session &s = inst.session;
+  if (!s.active) throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: no session (call session_begin first)");
+  if (!token || !pos || !logits)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: token, pos and logits must not be NULL");
+  if (pos_bound <= 0 || pos_bound > s.n_ctx)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: pos_bound expected in 1.." + std::to_string(s.n_ctx) +
+                                             " (the session's n_ctx), found " + std::to_string(pos_bound));
+  if (inst.hp.family == Family::Gpt2 && pos_bound > inst.hp.n_ctx_train)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: gpt2 has learned positions 0.." +
+                                             std::to_string(inst.hp.n_ctx_train - 1) + ", pos_bound " +
+                                             std::to_string(pos_bound) + " exceeds them");
+  decode_step_device(inst, token, pos, pos_bound, logits);
 }
 
 void session_end(Instance &inst) noexcept {

@@ -28,6 +28,7 @@ struct Instance {
   Hparams hp;
   Weights w;
   int64_t n_batch;
+  bool fused; // false with WO_ARCH_UNFUSED: the plain kernels, one step each (debugging)
   Session session;
   std::string error;
   // Debug mode only (host->trace_enabled): per layer, the expert ids of every token of the current
@@ -56,5 +57,11 @@ void forward(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t po
              uint32_t flags);
 void forward_device(Instance &inst, const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits,
                     uint32_t flags);
+
+// SDK 1.1 decode_step: one token whose id and position are device int32s; pos_bound sizes the
+// launches (see sdk.h). Checks the arguments, then runs decode_step_device.
+void decode_step(Instance &inst, const int32_t *token, const int32_t *pos, int64_t pos_bound, float *logits);
+void decode_step_device(Instance &inst, const int32_t *token, const int32_t *pos, int64_t pos_bound,
+                        float *logits);
 
 } // namespace wo::gpt

@@ -78,13 +78,19 @@ wo_status gpt_forward(wo_arch_instance *p, const int32_t *tokens, int64_t n_toke
   return wo::guard(impl(p)->error, [&] { wo::gpt::forward(*impl(p), tokens, n_tokens, pos, logits, flags); });
 }
 
+wo_status gpt_decode_step(wo_arch_instance *p, const int32_t *token, const int32_t *pos, int64_t pos_bound,
+                          float *logits) {
+  if (!p) return WO_ERR_INVALID_ARGUMENT;
+  return wo::guard(impl(p)->error, [&] { wo::gpt::decode_step(*impl(p), token, pos, pos_bound, logits); });
+}
+
 const char *gpt_last_error(const wo_arch_instance *p) {
   return p ? impl(p)->error.c_str() : no_instance_error();
 }
 
 const wo_arch_v1 kVtable = {
     sizeof(wo_arch_v1), gpt_probe,       gpt_plan,    gpt_create,     gpt_destroy,
-    gpt_session_begin,  gpt_session_end, gpt_forward, gpt_last_error,
+    gpt_session_begin,  gpt_session_end, gpt_forward, gpt_last_error, gpt_decode_step,
 };
 
 const wo_plugin kDescriptor = wo::make_descriptor(WO_PLUGIN_ARCHITECTURE, "gpt", "0.1.0", &kVtable);

@@ -164,7 +164,18 @@ void Model::forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float 
   }
 }
 
-void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits, bool logits_all) {
+void Model::decode_step(const int32_t *token_dev, const int32_t *pos_dev, int64_t pos_bound, float *logits) {
+  if (!kv_) throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: no session; call session_begin first");
+  if (!token_dev || !pos_dev || !logits)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: expected device token, position and logits pointers");
+  if (pos_bound <= 0 || pos_bound > n_ctx_)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: pos_bound expected in 1.." + std::to_string(n_ctx_) +
+                                             " (the session's n_ctx), found " + std::to_string(pos_bound));
+  run_chunk(token_dev, 1, pos_bound - 1, logits, false, pos_dev);
+}
+
+void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits, bool logits_all,
+                      const int32_t *positions_dev) {
   auto st = static_cast<cudaStream_t>(stream_);
   const wo_host *h = host_.raw();
   const Scratch &b = *bufs_;
@@ -203,7 +214,10 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   const int64_t kv_stride = fused_qkv ? qkv_stride : KVD;
   ap.q_stride = q_stride;
 
-  cuda(k::fill_positions(b.positions, n, static_cast<int32_t>(pos), st), "positions", -1);
+  // Positions live on the device so that no kernel argument depends on them (graph replay).
+  const int32_t *positions = positions_dev ? positions_dev : b.positions;
+  if (!positions_dev) cuda(k::fill_positions(b.positions, n, static_cast<int32_t>(pos), st), "positions", -1);
+  ap.positions = positions;
   wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
   if (s != WO_OK)
     throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name +
@@ -249,17 +263,17 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       a.q_stride = q_stride, a.kv_stride = kv_stride;
       a.q_bias = q_bias, a.k_bias = k_bias, a.v_bias = v_bias;
       a.k_cache = kc, a.v_cache = vc;
-      a.pos0 = pos;
-      a.positions = b.positions;
+      a.positions = positions;
       a.n_heads = hp_.n_head, a.n_kv_heads = hp_.n_head_kv, a.head_dim = hp_.head_dim;
       cuda(k::rope_kv_write(a, n, rp, st), "bias + rope + kv write", il);
     } else {
       if (q_bias) cuda(k::add_bias(q, q_bias, n, QD, st, q_stride), "q bias", il);
       if (k_bias) cuda(k::add_bias(kk, k_bias, n, KVD, st, kv_stride), "k bias", il);
       if (v_bias) cuda(k::add_bias(v, v_bias, n, KVD, st, kv_stride), "v bias", il);
-      cuda(k::rope(q, n, hp_.n_head, hp_.head_dim, b.positions, rp, st, q_stride), "rope q", il);
-      cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, b.positions, rp, st, kv_stride), "rope k", il);
-      cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride), "kv write", il);
+      cuda(k::rope(q, n, hp_.n_head, hp_.head_dim, positions, rp, st, q_stride), "rope q", il);
+      cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, positions, rp, st, kv_stride), "rope k", il);
+      cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride, positions),
+           "kv write", il);
     }
     cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
     linear(L.o, b.att, b.o, n, il);

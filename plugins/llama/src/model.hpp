@@ -26,6 +26,8 @@ public:
   void session_begin(int64_t n_ctx);
   void session_end();
   void forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags);
+  // SDK 1.1 decode_step: one token, id and position read from device memory (CUDA-graph safe).
+  void decode_step(const int32_t *token_dev, const int32_t *pos_dev, int64_t pos_bound, float *logits);
 
   const HParams &hparams() const { return hp_; }
 
@@ -35,7 +37,10 @@ public:
 
 private:
   struct Scratch; // device activation buffers, carved from one allocation
-  void run_chunk(const int32_t *tokens_dev, int64_t n, int64_t pos, float *logits, bool logits_all);
+  // positions_dev: the chunk's positions on the device (decode_step), or nullptr: pos..pos+n-1 are
+  // written to scratch. With positions_dev, pos + n - 1 is only an upper bound of the position.
+  void run_chunk(const int32_t *tokens_dev, int64_t n, int64_t pos, float *logits, bool logits_all,
+                 const int32_t *positions_dev = nullptr);
   void linear(const wo_tensor *w, const float *x, float *y, int64_t n, int layer);
   void cuda(int err, const char *what, int layer) const;
 

@@ -111,6 +111,17 @@ wo_status forward(wo_arch_instance *inst, const int32_t *tokens, int64_t n_token
 #endif
 }
 
+wo_status decode_step(wo_arch_instance *inst, const int32_t *token, const int32_t *pos, int64_t pos_bound,
+                      float *logits) {
+  if (!inst) return WO_ERR_INVALID_ARGUMENT;
+#ifdef WORKER_WITH_CUDA
+  return guard(inst->error, [&] { model(inst).decode_step(token, pos, pos_bound, logits); });
+#else
+  (void)token, (void)pos, (void)pos_bound, (void)logits;
+  return WO_ERR_NO_DEVICE;
+#endif
+}
+
 const char *last_error(const wo_arch_instance *inst) {
   return inst ? inst->error.c_str() : thread_error().c_str();
 }
@@ -126,6 +137,7 @@ const wo_arch_v1 kVtable = [] {
   v.session_end = session_end;
   v.forward = forward;
   v.last_error = last_error;
+  v.decode_step = decode_step;
   return v;
 }();
 

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define WORKER_SDK_ABI_MAJOR 1u
-#define WORKER_SDK_ABI_MINOR 0u
+#define WORKER_SDK_ABI_MINOR 1u /* 1.1: wo_arch_v1.decode_step */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -174,13 +174,12 @@ struct wo_host {
    *   linear_id:    for a 3-D weight [cols, rows, n_expert]: for token t and slot k < n_slots,
    *                 y[t][k][:] = W[ids[t*n_slots+k]] · x[t][x_slots == 1 ? 0 : k][:]
    *                 (ids in device memory; x_slots is 1 or n_slots). */
-  wo_status (*linear)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, void *y,
-                      wo_dtype y_type, int64_t n_tokens);
+  wo_status (*linear)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, void *y, wo_dtype y_type,
+                      int64_t n_tokens);
   wo_status (*gather_rows)(void *ctx, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
                            wo_dtype out_type);
-  wo_status (*linear_id)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
-                         int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
-                         const int32_t *ids, int64_t n_slots);
+  wo_status (*linear_id)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots,
+                         void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots);
 
   /* Debug tracing (e.g. expert routing). `trace_enabled` is non-zero when the host records;
    * plugins skip the work otherwise. `data` is host memory. */
@@ -213,7 +212,7 @@ typedef struct wo_arch_plan {
 } wo_arch_plan;
 
 /* forward flags */
-#define WO_FWD_LOGITS_ALL 1u      /* write logits for every token, else only the last */
+#define WO_FWD_LOGITS_ALL 1u       /* write logits for every token, else only the last */
 #define WO_FWD_TOKENS_ON_DEVICE 2u /* `tokens` points to device memory */
 
 typedef struct wo_arch_v1 {
@@ -234,6 +233,17 @@ typedef struct wo_arch_v1 {
   wo_status (*forward)(wo_arch_instance *inst, const int32_t *tokens, int64_t n_tokens, int64_t pos,
                        float *logits, uint32_t flags);
   const char *(*last_error)(const wo_arch_instance *inst);
+
+  /* ---- SDK 1.1 (optional: NULL, or absent from an older plugin's struct_size) ----
+   * One decode token that the host can capture in a CUDA graph and replay at every position:
+   * the token id is the device int32 at `token`, its position the device int32 at `pos`
+   * (0 <= *pos < pos_bound <= the session's n_ctx); logits as forward with one token. pos_bound
+   * only sizes launch grids, so one capture serves every position below it. The call must not
+   * synchronize, allocate, copy from host memory, or pass the position (or anything derived from
+   * it) as a kernel argument. It may fail with WO_ERR_INVALID_ARGUMENT when it cannot run
+   * capturable (e.g. while tracing); the host then uses forward. */
+  wo_status (*decode_step)(wo_arch_instance *inst, const int32_t *token, const int32_t *pos,
+                           int64_t pos_bound, float *logits);
 } wo_arch_v1;
 
 /* ---------------------------------------------------------------------------------------------
@@ -245,23 +255,21 @@ typedef struct wo_quant_v1 {
   const uint32_t *types; /* ggml type ids served */
 
   /* CPU reference: rows are row_len elements, stored one after another. */
-  wo_status (*dequantize_rows)(uint32_t type, const void *src, int64_t n_rows, int64_t row_len,
-                               float *dst);
+  wo_status (*dequantize_rows)(uint32_t type, const void *src, int64_t n_rows, int64_t row_len, float *dst);
   /* CPU quantizer (tools/gguf-synth). Need not match other implementations bit for bit. */
-  wo_status (*quantize_rows)(uint32_t type, const float *src, int64_t n_rows, int64_t row_len,
-                             void *dst);
+  wo_status (*quantize_rows)(uint32_t type, const float *src, int64_t n_rows, int64_t row_len, void *dst);
   /* Load-time check that the codec can serve this weight (shape, alignment). */
   wo_status (*check_tensor)(const wo_tensor *w);
 
   /* GPU (NULL in a build without CUDA). Enqueued on host->cuda_stream. */
-  wo_status (*gather_rows)(const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
-                           void *out, wo_dtype out_type);
-  wo_status (*linear)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
-                      void *y, wo_dtype y_type, int64_t n_tokens);
+  wo_status (*gather_rows)(const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n, void *out,
+                           wo_dtype out_type);
+  wo_status (*linear)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type, void *y,
+                      wo_dtype y_type, int64_t n_tokens);
   /* Optional (may be NULL): see wo_host.linear_id. */
   wo_status (*linear_id)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
-                         int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
-                         const int32_t *ids, int64_t n_slots);
+                         int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                         int64_t n_slots);
 
   /* Text of this thread's last failure in this plugin. */
   const char *(*last_error)(void);
@@ -292,13 +300,12 @@ typedef struct wo_tokenizer_v1 {
   uint32_t struct_size;
   /* Score for this model (GGUF metadata through host, or cfg->tokenizer_json); 0 = cannot. */
   int32_t (*probe)(const wo_host *host, const wo_tokenizer_config *cfg);
-  wo_status (*create)(const wo_host *host, const wo_tokenizer_config *cfg,
-                      wo_tokenizer_instance **out);
+  wo_status (*create)(const wo_host *host, const wo_tokenizer_config *cfg, wo_tokenizer_instance **out);
   void (*destroy)(wo_tokenizer_instance *inst);
   /* Encode UTF-8 text. Writes up to `cap` ids; *n_out is the full count. When cap is too small
    * the call returns WO_ERR_BUFFER_TOO_SMALL and the caller retries with *n_out. */
-  wo_status (*encode)(wo_tokenizer_instance *inst, const char *text, size_t len, uint32_t flags,
-                      int32_t *out, size_t cap, size_t *n_out);
+  wo_status (*encode)(wo_tokenizer_instance *inst, const char *text, size_t len, uint32_t flags, int32_t *out,
+                      size_t cap, size_t *n_out);
   /* The raw bytes a token stands for (after byte-level / byte-fallback decoding; a special
    * token's own text). Valid for the instance's lifetime. */
   wo_status (*token_bytes)(const wo_tokenizer_instance *inst, int32_t id, wo_str *out);

@@ -28,7 +28,8 @@ struct AttnConsts {
   float scale;
   bool causal;
   const float *sinks;
-  float *ws; // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
+  const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
+  float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
 };
 
 __global__ void __launch_bounds__(kWarps * 32)
@@ -42,8 +43,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
 
   // Visible keys [lo, hi) for the query at position p, then this split's share of them.
-  const int64_t p = k.pos0 + t;
-  int64_t hi = k.causal ? min(p + 1, k.n_kv) : k.n_kv;
+  const int64_t p = k.positions ? k.positions[t] : k.pos0 + t;
+  const int64_t n_kv = k.positions ? k.positions[gridDim.x - 1] + 1 : k.n_kv;
+  int64_t hi = k.causal ? min(p + 1, n_kv) : n_kv;
   int64_t lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
   if (k.n_splits > 1) {
     const int64_t chunk = (hi - lo + k.n_splits - 1) / k.n_splits;
@@ -192,6 +194,7 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   k.scale = p.scale;
   k.causal = p.causal;
   k.sinks = p.sinks;
+  k.positions = p.positions;
   k.n_splits = choose_splits(p);
   k.ws = p.workspace;
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),

@@ -57,7 +57,8 @@ __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::R
         float *dst = a.q + t * a.q_stride + static_cast<int64_t>(h) * hd;
         dst[da] = x0, dst[db] = x1;
       } else {
-        __half *dst = a.k_cache + (a.pos0 + t) * kv_row + static_cast<int64_t>(h) * hd;
+        __half *dst =
+            a.k_cache + static_cast<int64_t>(a.positions[t]) * kv_row + static_cast<int64_t>(h) * hd;
         dst[da] = __float2half_rn(x0), dst[db] = __float2half_rn(x1);
       }
     } else { // v: bias and store
@@ -65,7 +66,7 @@ __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::R
       const float *src = a.v + t * a.kv_stride + static_cast<int64_t>(h) * hd;
       float x0 = src[2 * i], x1 = src[2 * i + 1];
       if (a.v_bias) x0 += a.v_bias[h * hd + 2 * i], x1 += a.v_bias[h * hd + 2 * i + 1];
-      __half *dst = a.v_cache + (a.pos0 + t) * kv_row + static_cast<int64_t>(h) * hd;
+      __half *dst = a.v_cache + static_cast<int64_t>(a.positions[t]) * kv_row + static_cast<int64_t>(h) * hd;
       dst[2 * i] = __float2half_rn(x0), dst[2 * i + 1] = __float2half_rn(x1);
     }
   }
@@ -90,8 +91,8 @@ cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopePar
   c.q_stride = a.q_stride ? a.q_stride : q_row;
   c.kv_stride = a.kv_stride ? a.kv_stride : kv_row;
   detail::RopeConsts k{};
-  if (!a.q || !a.k || !a.v || !a.k_cache || !a.v_cache || !a.positions || n_tokens < 0 || a.pos0 < 0 ||
-      a.n_kv_heads <= 0 || c.q_stride < q_row || c.kv_stride < kv_row ||
+  if (!a.q || !a.k || !a.v || !a.k_cache || !a.v_cache || !a.positions || n_tokens < 0 || a.n_kv_heads <= 0 ||
+      c.q_stride < q_row || c.kv_stride < kv_row ||
       !detail::make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k))
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;

@@ -51,7 +51,8 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
       {"gpt-oss yarn + biases", 8, 4, 64, 0, RopeMode::Neox, false, true, true},
   };
   for (const Case &c : cases) {
-    const int64_t T = 7, pos0 = 5, n_ctx = 16, HD = c.head_dim;
+    // Positions need not be consecutive: the cache row of token t is positions[t] too.
+    const int64_t T = 7, pos0 = 5, n_ctx = pos0 + 101 * (T - 1) + 1, HD = c.head_dim;
     const int64_t QD = c.n_heads * HD, KVD = c.n_kv_heads * HD;
     const int64_t q_stride = c.fused_rows ? QD + 2 * KVD : QD, kv_stride = c.fused_rows ? QD + 2 * KVD : KVD;
     // Buffers: fused rows hold [q;k;v] per token; otherwise three contiguous blocks.
@@ -77,7 +78,6 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
     a.kv_stride = c.fused_rows ? kv_stride : 0;
     if (c.biases) a.q_bias = dqb.get(), a.k_bias = dkb.get(), a.v_bias = dvb.get();
     a.k_cache = kc.get(), a.v_cache = vc.get();
-    a.pos0 = pos0;
     a.positions = dpos.get();
     a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
     ASSERT_EQ(rope_kv_write(a, T, p, nullptr), cudaSuccess) << c.name;
@@ -101,7 +101,7 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
       for (int32_t h = 0; h < c.n_kv_heads; ++h)
         rope_ref(&k[h * HD], pos[t], p, c.head_dim);
       for (int64_t e = 0; e < KVD; ++e)
-        ref_k[(pos0 + t) * KVD + e] = k[e], ref_v[(pos0 + t) * KVD + e] = v[e];
+        ref_k[pos[t] * KVD + e] = k[e], ref_v[pos[t] * KVD + e] = v[e];
     }
     // Tolerances: q as the rope test (FP32 theta, positions < 1000): 2e-3 abs; the caches are FP16
     // (rel. rounding 2^-11) on top: 2e-3 abs + 1e-3 rel.

@@ -203,6 +203,21 @@ TEST_F(KernelTest, FillPositionsAndKvWrite) {
       ASSERT_EQ(__half2float(k[pos * row + e]), ek) << "K pos " << pos << " elem " << e;
       ASSERT_EQ(__half2float(v[pos * row + e]), ev) << "V pos " << pos << " elem " << e;
     }
+
+  // Positions from the device (graph mode): the host's pos0 is ignored; rows land at positions[t].
+  const std::vector<int32_t> pos = {9, 1};
+  DeviceBuffer<int32_t> dpos(pos);
+  DeviceBuffer<__half> kc2(fill), vc2(fill);
+  ASSERT_EQ(kv_write(dsrc.get(), dsrc.get() + row, kc2.get(), vc2.get(), /*pos0=*/0, 2, heads, hd, nullptr,
+                     stride, dpos.get()),
+            cudaSuccess);
+  const auto k2 = kc2.download();
+  for (int64_t p = 0; p < n_ctx; ++p)
+    for (int64_t e = 0; e < row; ++e) {
+      const int64_t t = p == 9 ? 0 : p == 1 ? 1 : -1;
+      const float ek = t >= 0 ? __half2float(__float2half(src[t * stride + e])) : -7.0f;
+      ASSERT_EQ(__half2float(k2[p * row + e]), ek) << "K pos " << p << " elem " << e << " (device positions)";
+    }
 }
 
 TEST_F(KernelTest, InvalidArgumentsAreRejected) {

@@ -18,6 +18,7 @@
 
 #include <worker/sdk.hpp>
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -93,13 +94,19 @@ PromptRun run_prompt(wo::engine::Engine &e, const std::vector<int32_t> &prompt, 
   }
   int64_t pos = static_cast<int64_t>(prompt.size());
   int32_t next = argmax(r.last_logits.data(), nv);
+  // Decode as the worker does: the id on the device, so the step replays the engine's CUDA graph
+  // (unless tracing, which needs forward's host round trip).
+  int32_t *d_next = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_next), sizeof(int32_t)), cudaSuccess);
   for (size_t i = 0; i < n_greedy; ++i) {
     r.greedy.push_back(next);
     if (i + 1 == n_greedy) break;
-    e.forward(&next, 1, pos++, false);
+    EXPECT_EQ(cudaMemcpy(d_next, &next, sizeof next, cudaMemcpyHostToDevice), cudaSuccess);
+    e.forward(d_next, 1, pos++, false, /*ids_on_device=*/true);
     std::vector<float> l = e.logits_host();
     next = argmax(l.data(), nv);
   }
+  cudaFree(d_next);
   e.end_session();
   return r;
 }

@@ -135,7 +135,9 @@ TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
   EXPECT_EQ(d["weight_bytes"].GetUint64(), weights);
   EXPECT_EQ(d["estimated_vram_bytes"].GetUint64(), weights + 2 * n_layer * n_ctx * n_head_kv * head_dim * 2);
 
-  // A label users recognise, and the keys consumers rely on.
+  // A label users recognise, and the keys consumers rely on: the fixtures are named after their
+  // llama.cpp file type ("llama-tiny-Q4_K_M").
+  EXPECT_EQ(std::string(d["quant_kind"].GetString()), name.substr(name.rfind('-') + 1));
   const std::string label = d["quant_label"].GetString();
   EXPECT_EQ(label.rfind(name.substr(name.rfind('-') + 1), 0), 0u) << label;
   for (const auto &[type, count] : expected)
@@ -239,6 +241,34 @@ TEST(InspectSummary, PluginReportIsRendered) {
   EXPECT_STREQ(d["plugins"]["quant"]["Q4_K"].GetString(), "quant-ggml");
   EXPECT_EQ(d["missing"].Size(), 1u);
   EXPECT_EQ(s.quant_label.rfind("Q4_K_M mix: ", 0), 0u) << s.quant_label;
+}
+
+// quant_kind: llama.cpp's file type name; "_MOE" (a mix rule, not a quantization) is dropped; without
+// general.file_type the quantized type holding the most bytes decides, and F32 when none is quantized.
+std::string kind_of(std::optional<uint32_t> file_type,
+                    const std::vector<std::pair<uint32_t, uint64_t>> &tensors) {
+  GgufBuilder b;
+  b.kv_str("general.architecture", "gpt-oss");
+  if (file_type) b.kv_u32("general.file_type", *file_type);
+  int i = 0;
+  for (const auto &[type, blocks] : tensors) {
+    const auto *ti = ggml::type_info(type);
+    b.tensor("t" + std::to_string(i++), {static_cast<uint64_t>(ti->block_elems) * blocks}, type,
+             static_cast<uint64_t>(ti->block_bytes) * blocks);
+  }
+  const std::vector<uint8_t> bytes = b.build();
+  auto f = File::parse(bytes.data(), bytes.size(), {}, "kind.gguf");
+  EXPECT_EQ(summarize(*f).quant_kind, quant_kind(*f));
+  return quant_kind(*f);
+}
+
+TEST(InspectSummary, QuantKindNamesTheQuantizationUsersKnow) {
+  EXPECT_EQ(kind_of(38, {{ggml::MXFP4, 64}, {ggml::Q8_0, 8}, {ggml::F32, 4}}), "MXFP4"); // MXFP4_MOE
+  EXPECT_EQ(kind_of(15, {{ggml::Q4_K, 8}, {ggml::Q6_K, 8}}), "Q4_K_M");
+  EXPECT_EQ(kind_of(7, {{ggml::Q8_0, 8}}), "Q8_0");
+  // No file type: the quantized type with the most bytes (Q6_K: 8 x 210 > 9 x 144 Q4_K bytes).
+  EXPECT_EQ(kind_of(std::nullopt, {{ggml::Q4_K, 9}, {ggml::Q6_K, 8}, {ggml::F32, 4096}}), "Q6_K");
+  EXPECT_EQ(kind_of(std::nullopt, {{ggml::F32, 16}}), "F32");
 }
 
 // ---- dump-tensor ----

@@ -23,13 +23,15 @@ struct Outcome {
 };
 
 Outcome run(const std::string &args, bool with_stderr = false) {
-  std::string cmd = std::string("'") + WORKER_ORCD_EXE + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  std::string cmd =
+      std::string("'") + WORKER_ORCD_EXE + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   Outcome r;
   FILE *p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
@@ -48,9 +50,11 @@ rapidjson::Document parse_listing(const std::string &json) {
 void expect_exact_keys(const rapidjson::Value &o) {
   ASSERT_TRUE(o.IsObject());
   std::set<std::string> keys;
-  for (auto it = o.MemberBegin(); it != o.MemberEnd(); ++it) keys.insert(it->name.GetString());
+  for (auto it = o.MemberBegin(); it != o.MemberEnd(); ++it)
+    keys.insert(it->name.GetString());
   EXPECT_EQ(keys, (std::set<std::string>{"path", "name", "kind", "version", "abi", "accepted", "reason"}));
-  for (const char *k : {"path", "name", "kind", "version", "abi", "reason"}) EXPECT_TRUE(o[k].IsString()) << k;
+  for (const char *k : {"path", "name", "kind", "version", "abi", "reason"})
+    EXPECT_TRUE(o[k].IsString()) << k;
   EXPECT_TRUE(o["accepted"].IsBool());
 }
 
@@ -61,12 +65,13 @@ TEST(PluginsCommand, JsonListsEveryCandidateWithTheContractsKeys) {
   ASSERT_EQ(r.status, 0) << r.out;
   auto d = parse_listing(r.out);
   ASSERT_EQ(d.Size(), 2u);
-  for (const auto &o : d.GetArray()) expect_exact_keys(o);
+  for (const auto &o : d.GetArray())
+    expect_exact_keys(o);
   EXPECT_STREQ(d[0]["path"].GetString(), (case_dir("duplicate") + "/dup_a.so").c_str());
   EXPECT_STREQ(d[0]["name"].GetString(), "tp-dup");
   EXPECT_STREQ(d[0]["kind"].GetString(), "quant");
   EXPECT_STREQ(d[0]["version"].GetString(), "1.2.3");
-  EXPECT_STREQ(d[0]["abi"].GetString(), "1.0");
+  EXPECT_STREQ(d[0]["abi"].GetString(), "1.1");
   EXPECT_TRUE(d[0]["accepted"].GetBool());
   EXPECT_STREQ(d[0]["reason"].GetString(), "");
   EXPECT_FALSE(d[1]["accepted"].GetBool());

@@ -31,7 +31,8 @@ class TempDir {
 public:
   TempDir() {
     std::random_device rd;
-    path_ = fs::temp_directory_path() / ("wo-registry-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    path_ = fs::temp_directory_path() /
+            ("wo-registry-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -51,7 +52,8 @@ private:
 std::string random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::string s(n, '\0');
-  for (auto &c : s) c = static_cast<char>(rng() & 0xff);
+  for (auto &c : s)
+    c = static_cast<char>(rng() & 0xff);
   return s;
 }
 
@@ -71,7 +73,7 @@ TEST(Registry, AcceptsGoodPluginsOfEveryKindWithTheirFacts) {
     EXPECT_TRUE(c.accepted) << c.path << ": " << c.reason;
     EXPECT_EQ(c.reason, "");
     EXPECT_EQ(c.version, "1.2.3");
-    EXPECT_EQ(c.abi, "1.0");
+    EXPECT_EQ(c.abi, "1.1");
   }
   // Sorted by file name: tp_arch.so, tp_quant.so, tp_tok.so.
   EXPECT_EQ(reg.candidates()[0].name, "tp-arch");
@@ -102,13 +104,16 @@ TEST(Registry, KeepsLoadedCodeAliveAcrossMovesForItsWholeLife) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 2.f);
   std::vector<float> x(32), y(32);
-  for (auto &v : x) v = nd(rng);
+  for (auto &v : x)
+    v = nd(rng);
   std::vector<uint8_t> packed(34);
   ASSERT_EQ(q->quantize_rows(8, x.data(), 1, 32, packed.data()), WO_OK);
   ASSERT_EQ(q->dequantize_rows(8, packed.data(), 1, 32, y.data()), WO_OK);
   float amax = 0;
-  for (float v : x) amax = std::max(amax, std::fabs(v));
-  for (int i = 0; i < 32; ++i) EXPECT_NEAR(y[i], x[i], amax / 127.0f) << "element " << i; // half a step + fp16 scale
+  for (float v : x)
+    amax = std::max(amax, std::fabs(v));
+  for (int i = 0; i < 32; ++i)
+    EXPECT_NEAR(y[i], x[i], amax / 127.0f) << "element " << i; // half a step + fp16 scale
 }
 
 struct RejectCase {
@@ -124,7 +129,8 @@ TEST_P(RegistryRejects, WithAReasonThatNamesTheProblem) {
   ASSERT_NO_THROW(reg.scan(case_dir(rc.dir)));
   const Candidate &c = only_candidate(reg);
   EXPECT_FALSE(c.accepted);
-  for (const auto &part : rc.reason_parts) EXPECT_THAT(c.reason, HasSubstr(part));
+  for (const auto &part : rc.reason_parts)
+    EXPECT_THAT(c.reason, HasSubstr(part));
   EXPECT_TRUE(reg.accepted(WO_PLUGIN_QUANT).empty());
   EXPECT_TRUE(reg.accepted(WO_PLUGIN_ARCHITECTURE).empty());
   EXPECT_TRUE(reg.accepted(WO_PLUGIN_TOKENIZER).empty());
@@ -133,8 +139,8 @@ TEST_P(RegistryRejects, WithAReasonThatNamesTheProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, RegistryRejects,
     ::testing::Values(
-        RejectCase{"abi_major", {"ABI major mismatch", "plugin built against SDK 2.0", "host speaks 1.0"}},
-        RejectCase{"null_entry", {"entry returned NULL for host ABI 1.0"}},
+        RejectCase{"abi_major", {"ABI major mismatch", "plugin built against SDK 2.1", "host speaks 1.1"}},
+        RejectCase{"null_entry", {"entry returned NULL for host ABI 1.1"}},
         RejectCase{"small_struct", {"descriptor struct_size 32 is smaller than the 40 bytes"}},
         RejectCase{"null_vtable", {"descriptor vtable is NULL"}},
         RejectCase{"small_vtable", {"wo_tokenizer_v1 struct_size 12 is smaller than the"}},
@@ -142,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"throws", {"entry threw a C++ exception"}},
         RejectCase{"unknown_kind", {"unknown plugin kind 7"}},
         RejectCase{"unloadable", {"unloadable: dlopen failed", "wo_test_symbol_that_no_library_defines"}},
-        RejectCase{"no_entry", {"not a worker plugin", "no 'worker_plugin_entry' symbol in ELF section 'worker'"}}),
+        RejectCase{"no_entry",
+                   {"not a worker plugin", "no 'worker_plugin_entry' symbol in ELF section 'worker'"}}),
     [](const ::testing::TestParamInfo<RejectCase> &info) { return std::string(info.param.dir); });
 
 TEST(Registry, AcceptsANewerMinorWithLargerStructs) {
@@ -150,7 +157,7 @@ TEST(Registry, AcceptsANewerMinorWithLargerStructs) {
   reg.scan(case_dir("newer_minor"));
   const Candidate &c = only_candidate(reg);
   EXPECT_TRUE(c.accepted) << c.reason;
-  EXPECT_EQ(c.abi, "1.1");
+  EXPECT_EQ(c.abi, "1." + std::to_string(WORKER_SDK_ABI_MINOR + 1));
   ASSERT_NE(reg.find("tp-newer"), nullptr);
   EXPECT_GT(reg.find("tp-newer")->struct_size, sizeof(wo_plugin));
   const wo_tokenizer_v1 *t = Registry::tokenizer(reg.find("tp-newer"));
@@ -175,7 +182,8 @@ TEST(Registry, ScanningTheSameDirectoryTwiceRejectsTheRepeatsAsDuplicates) {
   reg.scan(case_dir("good"));
   reg.scan(case_dir("good"));
   ASSERT_EQ(reg.candidates().size(), 6u);
-  for (size_t i = 3; i < 6; ++i) EXPECT_THAT(reg.candidates()[i].reason, HasSubstr("duplicate name"));
+  for (size_t i = 3; i < 6; ++i)
+    EXPECT_THAT(reg.candidates()[i].reason, HasSubstr("duplicate name"));
   // The first copies still work after the repeats were unloaded.
   EXPECT_EQ(Registry::tokenizer(reg.find("tp-tok"))->vocab_size != nullptr, true);
 }
@@ -186,7 +194,10 @@ TEST(Registry, GarbageAndNonElfFilesAreRejectedAndGoodPluginsBesideThemStillLoad
   dir.write("notes.so", "this is a text file, not a shared object\n");
   dir.write("empty.so", "");
   // ELF magic followed by garbage: the header checks must catch what library_info would trust.
-  dir.write("truncated.so", std::string("\x7f" "ELF\x02\x01\x01", 7) + random_bytes(200, 11));
+  dir.write("truncated.so", std::string("\x7f"
+                                        "ELF\x02\x01\x01",
+                                        7) +
+                                random_bytes(200, 11));
   dir.write("README.txt", "not a .so: ignored\n");
   fs::copy_file(case_dir("good") + "/tp_quant.so", dir.file("z_good.so"));
 
@@ -194,13 +205,16 @@ TEST(Registry, GarbageAndNonElfFilesAreRejectedAndGoodPluginsBesideThemStillLoad
   ASSERT_NO_THROW(reg.scan(dir.str()));
   ASSERT_EQ(reg.candidates().size(), 5u) << "only *.so files are candidates";
   std::map<std::string, const Candidate *> by_file;
-  for (const auto &c : reg.candidates()) by_file[fs::path(c.path).filename().string()] = &c;
+  for (const auto &c : reg.candidates())
+    by_file[fs::path(c.path).filename().string()] = &c;
   EXPECT_THAT(by_file.at("x.so")->reason, HasSubstr("not a loadable plugin"));
   EXPECT_THAT(by_file.at("notes.so")->reason,
               HasSubstr("not an ELF file: expected magic bytes 7f 45 4c 46, found 74 68 69 73"));
-  EXPECT_THAT(by_file.at("empty.so")->reason, HasSubstr("not an ELF file: expected magic bytes 7f 45 4c 46, found an empty file"));
+  EXPECT_THAT(by_file.at("empty.so")->reason,
+              HasSubstr("not an ELF file: expected magic bytes 7f 45 4c 46, found an empty file"));
   EXPECT_THAT(by_file.at("truncated.so")->reason, HasSubstr("not a loadable plugin"));
-  for (const char *bad : {"x.so", "notes.so", "empty.so", "truncated.so"}) EXPECT_FALSE(by_file.at(bad)->accepted) << bad;
+  for (const char *bad : {"x.so", "notes.so", "empty.so", "truncated.so"})
+    EXPECT_FALSE(by_file.at(bad)->accepted) << bad;
   EXPECT_TRUE(by_file.at("z_good.so")->accepted) << by_file.at("z_good.so")->reason;
   EXPECT_NE(reg.find("tp-quant"), nullptr);
 }
@@ -229,7 +243,8 @@ TEST(Registry, MissingDirectoryYieldsNoCandidatesAndDoesNotThrow) {
     FAIL() << "expected wo::Error";
   } catch (const wo::Error &e) {
     EXPECT_EQ(e.status(), WO_ERR_NOT_FOUND);
-    EXPECT_THAT(e.what(), HasSubstr("no architecture plugin is installed (scanned: /nonexistent/wo-plugins-dir)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("no architecture plugin is installed (scanned: /nonexistent/wo-plugins-dir)"));
   }
 }
 
@@ -241,9 +256,11 @@ TEST(Registry, LogsEveryRejectionWithItsReason) {
   wo::observe::set_sink(nullptr);
   bool found = false;
   for (const auto &l : lines)
-    found = found || (l.find("\"plugin_rejected\"") != std::string::npos &&
-                      l.find("entry returned NULL") != std::string::npos && l.find("tp_null.so") != std::string::npos);
-  EXPECT_TRUE(found) << "no plugin_rejected event with the path and reason among " << lines.size() << " lines";
+    found = found ||
+            (l.find("\"plugin_rejected\"") != std::string::npos &&
+             l.find("entry returned NULL") != std::string::npos && l.find("tp_null.so") != std::string::npos);
+  EXPECT_TRUE(found) << "no plugin_rejected event with the path and reason among " << lines.size()
+                     << " lines";
 }
 
 // ---- selection ----------------------------------------------------------------------------

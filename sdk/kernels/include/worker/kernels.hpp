@@ -100,10 +100,12 @@ cudaError_t rope(float *x, int64_t n_tokens, int32_t n_heads, int32_t head_dim, 
 
 // One layer's cache is [pos][n_kv_heads][head_dim] FP16 for K and the same for V. Writes the rows
 // of k[t] / v[t] (FP32, each [n_kv_heads][head_dim], token rows `src_stride` floats apart,
-// 0 = n_kv_heads * head_dim) to positions pos0 + t.
+// 0 = n_kv_heads * head_dim) to positions pos0 + t, or to positions[t] when `positions` (device
+// int32 [n_tokens]) is given: then pos0 is ignored and nothing depends on the host's idea of the
+// position, so the call can sit in a CUDA graph replayed at every position.
 cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_cache, int64_t pos0,
                      int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, cudaStream_t stream,
-                     int64_t src_stride = 0);
+                     int64_t src_stride = 0, const int32_t *positions = nullptr);
 
 // ---- fused kernels (the plain ones above stay the reference and the WO_ARCH_UNFUSED path) ------
 
@@ -114,8 +116,8 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
 
 // Bias, RoPE and the KV-cache write of one layer's fresh q/k/v in one pass:
 //   q[t][h] = rope(q[t][h] + q_bias[h])                 (in place; attention reads it next)
-//   k_cache[pos0 + t] = fp16(rope(k[t] + k_bias))        (k itself is left unchanged)
-//   v_cache[pos0 + t] = fp16(v[t] + v_bias)
+//   k_cache[positions[t]] = fp16(rope(k[t] + k_bias))   (k itself is left unchanged)
+//   v_cache[positions[t]] = fp16(v[t] + v_bias)
 // Biases may be nullptr. Token rows of q are q_stride floats apart, of k and v kv_stride
 // (0 = contiguous), so a fused [q;k;v] row works as well as three buffers.
 struct QkvRopeCache {
@@ -129,8 +131,7 @@ struct QkvRopeCache {
   const float *v_bias = nullptr;
   __half *k_cache = nullptr; // one layer's cache, [pos][n_kv_heads][head_dim]
   __half *v_cache = nullptr;
-  int64_t pos0 = 0;
-  const int32_t *positions = nullptr; // device int32 [n_tokens], RoPE positions
+  const int32_t *positions = nullptr; // device int32 [n_tokens]: RoPE positions and cache rows
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0; // even
@@ -159,6 +160,11 @@ struct AttentionParams {
   // n_heads and head_dim only).
   float *workspace = nullptr;
   int64_t workspace_floats = 0;
+  // Optional device int32 [n_tokens]: query t sits at positions[t] (consecutive) and the cache
+  // holds keys 0..positions[n_tokens-1]. pos0 and n_kv are then only upper bounds
+  // (positions[t] <= pos0 + t, n_kv >= positions[last] + 1) that size the launch, so one call,
+  // captured in a CUDA graph, serves every position up to the bound.
+  const int32_t *positions = nullptr;
 };
 
 // Floats of workspace that lets attention() split keys for up to n_tokens queries of n_heads

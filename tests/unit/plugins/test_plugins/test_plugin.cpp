@@ -16,17 +16,17 @@
 #include <vector>
 
 #define TP_GOOD 0
-#define TP_ABI_MAJOR_2 1       // descriptor says abi_major 2 (built against a future SDK)
-#define TP_RETURN_NULL 2       // entry returns NULL
-#define TP_NEWER_MINOR 3       // abi_minor + 1 with larger descriptor and vtable structs
-#define TP_SMALL_STRUCT 4      // descriptor struct_size too small for the v1 fields
-#define TP_NULL_VTABLE 5       // vtable pointer NULL
-#define TP_SMALL_VTABLE 6      // vtable struct_size too small
-#define TP_MISSING_FN 7        // a required function pointer is NULL
-#define TP_THROWS 8            // entry throws a C++ exception
-#define TP_UNDEFINED_SYMBOL 9  // references a symbol no library defines: dlopen(RTLD_NOW) fails
-#define TP_LOSSY 10            // quant codec that drops precision (conformance must catch it)
-#define TP_IGNORES_VERSION 11  // serves any host ABI (conformance must catch it)
+#define TP_ABI_MAJOR_2 1      // descriptor says abi_major 2 (built against a future SDK)
+#define TP_RETURN_NULL 2      // entry returns NULL
+#define TP_NEWER_MINOR 3      // abi_minor + 1 with larger descriptor and vtable structs
+#define TP_SMALL_STRUCT 4     // descriptor struct_size too small for the v1 fields
+#define TP_NULL_VTABLE 5      // vtable pointer NULL
+#define TP_SMALL_VTABLE 6     // vtable struct_size too small
+#define TP_MISSING_FN 7       // a required function pointer is NULL
+#define TP_THROWS 8           // entry throws a C++ exception
+#define TP_UNDEFINED_SYMBOL 9 // references a symbol no library defines: dlopen(RTLD_NOW) fails
+#define TP_LOSSY 10           // quant codec that drops precision (conformance must catch it)
+#define TP_IGNORES_VERSION 11 // serves any host ABI (conformance must catch it)
 
 #ifndef TP_MODE
 #define TP_MODE TP_GOOD
@@ -57,7 +57,9 @@ int32_t score_for(const wo_host *host, const char *key) {
 struct wo_arch_instance_impl {};
 int32_t arch_probe(const wo_host *host) { return score_for(host, "general.architecture"); }
 wo_status arch_plan(const wo_host *, const wo_arch_config *, wo_arch_plan *) { return WO_ERR_UNSUPPORTED; }
-wo_status arch_create(const wo_host *, const wo_arch_config *, wo_arch_instance **) { return WO_ERR_UNSUPPORTED; }
+wo_status arch_create(const wo_host *, const wo_arch_config *, wo_arch_instance **) {
+  return WO_ERR_UNSUPPORTED;
+}
 void arch_destroy(wo_arch_instance *) {}
 wo_status arch_session_begin(wo_arch_instance *, int64_t) { return WO_ERR_UNSUPPORTED; }
 void arch_session_end(wo_arch_instance *) {}
@@ -114,7 +116,8 @@ wo_status q_dequantize(uint32_t type, const void *src, int64_t n_rows, int64_t r
     uint16_t dh;
     std::memcpy(&dh, p, 2);
     const float d = from_half(dh);
-    for (int64_t i = 0; i < kBlock; ++i) dst[b * kBlock + i] = d * static_cast<float>(static_cast<int8_t>(p[2 + i]));
+    for (int64_t i = 0; i < kBlock; ++i)
+      dst[b * kBlock + i] = d * static_cast<float>(static_cast<int8_t>(p[2 + i]));
   }
   return WO_OK;
 }
@@ -125,7 +128,8 @@ wo_status q_quantize(uint32_t type, const float *src, int64_t n_rows, int64_t ro
   for (int64_t b = 0; b < n_rows * row_len / kBlock; ++b, p += kBlockBytes) {
     const float *x = src + b * kBlock;
     float amax = 0;
-    for (int64_t i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    for (int64_t i = 0; i < kBlock; ++i)
+      amax = std::fmax(amax, std::fabs(x[i]));
     const uint16_t dh = to_half(amax / 127.0f);
     std::memcpy(p, &dh, 2);
     const float d = from_half(dh);
@@ -146,7 +150,9 @@ const char *q_last_error() { return g_error.c_str(); }
 struct Tok {
   std::string error;
 };
-int32_t tok_probe(const wo_host *host, const wo_tokenizer_config *) { return score_for(host, "tokenizer.ggml.model"); }
+int32_t tok_probe(const wo_host *host, const wo_tokenizer_config *) {
+  return score_for(host, "tokenizer.ggml.model");
+}
 wo_status tok_create(const wo_host *, const wo_tokenizer_config *, wo_tokenizer_instance **out) {
   *out = reinterpret_cast<wo_tokenizer_instance *>(new Tok());
   return WO_OK;
@@ -169,7 +175,8 @@ wo_status tok_encode(wo_tokenizer_instance *inst, const char *text, size_t len, 
   }
   *n_out = ids.size();
   if (ids.size() > cap) {
-    reinterpret_cast<Tok *>(inst)->error = "need " + std::to_string(ids.size()) + " ids, capacity " + std::to_string(cap);
+    reinterpret_cast<Tok *>(inst)->error =
+        "need " + std::to_string(ids.size()) + " ids, capacity " + std::to_string(cap);
     return WO_ERR_BUFFER_TOO_SMALL;
   }
   std::copy(ids.begin(), ids.end(), out);
@@ -181,11 +188,15 @@ const char kBytes[] = {
 #define B64(i) B8(i), B8(i + 8), B8(i + 16), B8(i + 24), B8(i + 32), B8(i + 40), B8(i + 48), B8(i + 56)
     B64(0), B64(64), B64(128), B64(192)};
 wo_status tok_token_bytes(const wo_tokenizer_instance *inst, int32_t id, wo_str *out) {
-  if (id >= 0 && id < 256) *out = {kBytes + id, 1};
-  else if (id == 256) *out = {"<s>", 3};
-  else if (id == 257) *out = {"</s>", 4};
+  if (id >= 0 && id < 256)
+    *out = {kBytes + id, 1};
+  else if (id == 256)
+    *out = {"<s>", 3};
+  else if (id == 257)
+    *out = {"</s>", 4};
   else {
-    const_cast<Tok *>(reinterpret_cast<const Tok *>(inst))->error = "id " + std::to_string(id) + " outside [0, 258)";
+    const_cast<Tok *>(reinterpret_cast<const Tok *>(inst))->error =
+        "id " + std::to_string(id) + " outside [0, 258)";
     return WO_ERR_INVALID_ARGUMENT;
   }
   return WO_OK;
@@ -197,7 +208,9 @@ wo_status tok_special_ids(const wo_tokenizer_instance *, wo_special_ids *out) {
 int32_t tok_is_eog(const wo_tokenizer_instance *, int32_t id) { return id == 257; }
 int64_t tok_vocab_size(const wo_tokenizer_instance *) { return 258; }
 const char *tok_kind(const wo_tokenizer_instance *) { return "test-bytes"; }
-const char *tok_last_error(const wo_tokenizer_instance *inst) { return reinterpret_cast<const Tok *>(inst)->error.c_str(); }
+const char *tok_last_error(const wo_tokenizer_instance *inst) {
+  return reinterpret_cast<const Tok *>(inst)->error.c_str();
+}
 
 // ---- vtables; TP_NEWER_MINOR wraps them in larger structs with a field this host does not know ----
 template <class V> struct Grown {
@@ -209,19 +222,29 @@ void added_fn() {}
 #if TP_KIND == WO_PLUGIN_ARCHITECTURE
 using Vtable = wo_arch_v1;
 Vtable make_vtable() {
-  return {sizeof(wo_arch_v1), arch_probe,         arch_plan,        arch_create,    arch_destroy,
-          arch_session_begin, arch_session_end,   arch_forward,     arch_last_error};
+  // struct_size of a plugin built against SDK 1.0 (before decode_step): the host must still take it.
+  return {offsetof(wo_arch_v1, decode_step),
+          arch_probe,
+          arch_plan,
+          arch_create,
+          arch_destroy,
+          arch_session_begin,
+          arch_session_end,
+          arch_forward,
+          arch_last_error,
+          nullptr};
 }
 #elif TP_KIND == WO_PLUGIN_TOKENIZER
 using Vtable = wo_tokenizer_v1;
 Vtable make_vtable() {
-  return {sizeof(wo_tokenizer_v1), tok_probe,       tok_create,  tok_destroy,    tok_encode,  tok_token_bytes,
-          tok_special_ids,         tok_is_eog,      tok_vocab_size, tok_kind,    tok_last_error};
+  return {sizeof(wo_tokenizer_v1), tok_probe,  tok_create,     tok_destroy, tok_encode,    tok_token_bytes,
+          tok_special_ids,         tok_is_eog, tok_vocab_size, tok_kind,    tok_last_error};
 }
 #else // quant, and the bogus kinds (they carry a quant vtable)
 using Vtable = wo_quant_v1;
 Vtable make_vtable() {
-  return {sizeof(wo_quant_v1), 1, kTypes, q_dequantize, q_quantize, q_check, nullptr, nullptr, nullptr, q_last_error};
+  return {sizeof(wo_quant_v1), 1, kTypes, q_dequantize, q_quantize, q_check, nullptr, nullptr, nullptr,
+          q_last_error};
 }
 #endif
 

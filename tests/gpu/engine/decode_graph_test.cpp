@@ -1,0 +1,127 @@
+// Decode through CUDA graphs (issue 11): the engine captures the architecture's decode_step once
+// per context bucket and replays it, the position read from device memory. What users rely on:
+// the replayed step computes what launching every kernel computes, at every position (across
+// bucket boundaries), in every session, for every architecture the fixtures cover; and the
+// switch (EngineOptions.cuda_graphs = false / WORKER_CUDA_GRAPHS=0) really turns graphs off.
+#include "gpu_test_env.hpp"
+
+#include "engine/engine.hpp"
+
+#include <worker/sdk.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <random>
+
+namespace wo::testing {
+namespace {
+
+// Same kernels in both runs; only the attention's key split differs (the graph's grid is sized
+// for the bucket, the launched one for the exact length), which reorders FP32 sums (~1e-6). Each
+// run keeps its own FP16 KV cache, where such a difference now and then rounds an element to the
+// neighbouring half (2^-11 relative), so the runs drift apart slowly: measured on H100 up to
+// 1.6e-4 after 300 tokens. A wrong position, KV row or stale capture gives errors of order 1.
+// Bound on the relative L2 of the logits:
+constexpr double kGraphTolerance = 1e-3;
+
+double rel_l2(const std::vector<float> &a, const std::vector<float> &b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+int32_t argmax(const std::vector<float> &v) {
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+struct DeviceInt {
+  int32_t *p = nullptr;
+  DeviceInt() { EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&p), sizeof(int32_t)), cudaSuccess); }
+  ~DeviceInt() { cudaFree(p); }
+  void set(int32_t v) { ASSERT_EQ(cudaMemcpy(p, &v, sizeof v, cudaMemcpyHostToDevice), cudaSuccess); }
+};
+
+class DecodeGraph : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    WO_SKIP_WITHOUT_GPU();
+    path_ = models_dir() + "/" + GetParam() + ".gguf";
+    if (!file_exists(path_)) GTEST_SKIP() << "model absent: " << path_ << " (set WORKER_MODELS_DIR)";
+  }
+  wo::engine::EngineOptions options(bool graphs) const {
+    wo::engine::EngineOptions o;
+    o.model = path_;
+    o.plugin_dir = plugin_dir();
+    o.n_ctx = 640;
+    o.cuda_graphs = graphs;
+    return o;
+  }
+  std::string path_;
+};
+
+TEST_P(DecodeGraph, ReplayMatchesLaunchedKernelsAcrossBucketsAndSessions) {
+  wo::engine::Engine plain, graphed;
+  plain.load(options(false));
+  graphed.load(options(true));
+  const int64_t nv = plain.vocab_size();
+  std::mt19937 rng(std::random_device{}());
+  // A random prompt of 230 tokens, then greedy decode to position 530 (gpt2's learned positions
+  // stop at 512): crosses the 256 (and 512) bucket bounds, so every capture replays at positions
+  // other than the one it was made at.
+  const int64_t end = std::min<int64_t>(530, plain.info().context_length);
+  const size_t buckets = end > 512 ? 3 : 2; // bounds 256, 512, then the session's 600
+  std::vector<int32_t> prompt(230);
+  for (auto &t : prompt)
+    t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(nv - 3));
+  DeviceInt id_plain, id_graph;
+  for (int session = 0; session < 2; ++session) { // a new session: new KV cache, captures remade
+    plain.begin_session(600);
+    graphed.begin_session(600);
+    plain.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+    graphed.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+    int32_t next = argmax(plain.logits_host());
+    double worst = 0;
+    int64_t worst_pos = -1;
+    for (int64_t pos = static_cast<int64_t>(prompt.size()); pos < end; ++pos) {
+      id_plain.set(next);
+      id_graph.set(next);
+      plain.forward(id_plain.p, 1, pos, false, true);
+      graphed.forward(id_graph.p, 1, pos, false, true);
+      const auto a = plain.logits_host(), b = graphed.logits_host();
+      const double err = rel_l2(b, a);
+      if (err > worst) worst = err, worst_pos = pos;
+      ASSERT_LE(err, kGraphTolerance) << GetParam() << " session " << session << " pos " << pos;
+      next = argmax(a); // both follow the launched path's tokens
+    }
+    EXPECT_EQ(plain.decode_graphs(), 0u) << "cuda_graphs = false must launch kernels one by one";
+    EXPECT_EQ(graphed.decode_graphs(), buckets) << "one capture per bucket (256, 512, 600)";
+    std::printf("[ graph    ] %s session %d: worst rel-L2 %.2e at pos %lld over positions 230..%lld\n",
+                GetParam().c_str(), session, worst, static_cast<long long>(worst_pos),
+                static_cast<long long>(end - 1));
+    plain.end_session();
+    graphed.end_session();
+    EXPECT_EQ(graphed.decode_graphs(), 0u) << "captures hold the session's addresses: freed with it";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecodeGraph,
+                         ::testing::Values("llama-tiny-Q8_0", "phi3-tiny-Q4_K_M", "qwen2-tiny-Q4_K_M",
+                                           "gpt2-tiny-Q8_0", "gpt-oss-tiny-MXFP4_MOE"),
+                         [](const auto &info) {
+                           std::string n = info.param;
+                           for (char &c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+} // namespace
+} // namespace wo::testing
