@@ -114,7 +114,8 @@ try:
         # the added prefix space and is dropped); in a continuation that space is real text.
         same = stream == whole or (stream.startswith(" ") and stream[1:] == whole)
         check("utf-8 " + name + ": valid pieces, concatenation == whole decode", valid and same,
-              "%d pieces, stream %r vs decode %r" % (len(pieces), "".join(pieces)[:60], whole[:60]))
+              "%d pieces, %d tokens; stream %r...%r vs decode %r...%r" % (
+                  len(pieces), n_out, stream[:40], stream[-40:], whole[:40], whole[-40:]))
 
     # cancel mid-stream: time from the /cancel request to the terminal event
     marks = {}

@@ -194,7 +194,9 @@ int run_main(int argc, char **argv) {
       throw wo::Error(WO_ERR_INVALID_ARGUMENT,
                       "prompt (" + std::to_string(prompt.size()) + " tokens) + --n " + std::to_string(a.n) +
                           " exceeds the context of " + std::to_string(engine.info().n_ctx) + " tokens");
-    engine.begin_session(need);
+    // The whole planned context, as serve reserves it: the decode graphs then have the same
+    // context buckets, hence the same attention splits, and this command's ids are the stream's.
+    engine.begin_session();
 
     // Prompt in n_batch chunks with every position's logits: argmax per position.
     const int64_t n_batch = a.engine.n_batch;
@@ -221,7 +223,10 @@ int run_main(int argc, char **argv) {
     // Greedy continuation.
     std::vector<int32_t> ids;
     int64_t pos = static_cast<int64_t>(prompt.size());
-    int32_t next = argmax(last.data(), n_vocab);
+    // The continuation starts as serve's does: the prompt again with only the last row's logits
+    // (the LM head then runs as a GEMV, not as the all-rows GEMM above, which rounds otherwise).
+    engine.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+    int32_t next = argmax(engine.logits_host().data(), n_vocab);
     // Decode as `serve` does, the id in device memory, so the step replays the same CUDA graph and
     // computes the same logits (this command is the reference the HTTP stream is checked against).
     const wo_host *h = engine.host();

@@ -153,9 +153,11 @@ TEST_P(ForwardTest, UnfusedKernelsGiveTheSameLogits) {
         << "unfused, position " << t << " seed " << spec_.seed;
     std::vector<double> fused_row(b.begin() + t * V, b.begin() + (t + 1) * V);
     // Same math in another order of FP32 operations; the codec's one-token GEMV then converts
-    // slightly different activations to its int8 pair form, so allow 1e-4 relative L2 (measured
-    // 1.3e-5 on the H100; a real fusion bug shows up as 1e-2 or more).
-    EXPECT_LE(rel_l2(a.data() + t * V, fused_row.data(), V), 1e-4)
+    // slightly different activations to its int8 pair form, and now and then a cached K or V
+    // element rounds to the neighbouring FP16 value (2^-11 relative): allow 5e-4 relative L2
+    // (measured 1.3e-5 typically, 1.4e-4 on a seed with such a flip; a real fusion bug shows up
+    // as 1e-2 or more).
+    EXPECT_LE(rel_l2(a.data() + t * V, fused_row.data(), V), 5e-4)
         << "position " << t << " seed " << spec_.seed;
   }
 }

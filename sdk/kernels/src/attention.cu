@@ -17,6 +17,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxPerLane = kMaxHeadDim / 32;
+constexpr int kUnroll = 4; // keys per warp per step of the main loop
 constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
 constexpr int kMaxSplits = 64;
 constexpr int64_t kMinKeysPerSplit = 64;
@@ -62,7 +63,51 @@ __global__ void __launch_bounds__(kWarps * 32)
     acc[r] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  for (int64_t j = lo + warp; j < hi; j += kWarps) {
+  int64_t j = lo + warp;
+  // kUnroll keys per step (this warp's next ones): their loads and shuffle reductions overlap,
+  // which decode needs (a block has few keys per warp, so latency, not bandwidth, bounds it).
+  for (; j + (kUnroll - 1) * kWarps < hi; j += kUnroll * kWarps) {
+    float s[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const __half *kj = kc + (j + u * kWarps) * kv_row + static_cast<int64_t>(kvh) * hd;
+      float dot = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kMaxPerLane; ++r) {
+        const int d = lane + 32 * r;
+        if (d < hd) dot += qr[r] * __half2float(kj[d]);
+      }
+      s[u] = dot;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      s[u] = detail::warp_sum(s[u]);
+    float m_new = m;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      m_new = fmaxf(m_new, s[u]);
+    const float corr = expf(m - m_new);
+    float w[kUnroll];
+    l *= corr;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      w[u] = expf(s[u] - m_new);
+      l += w[u];
+    }
+#pragma unroll
+    for (int r = 0; r < kMaxPerLane; ++r) {
+      const int d = lane + 32 * r;
+      if (d < hd) {
+        float a = acc[r] * corr;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          a += w[u] * __half2float(vc[(j + u * kWarps) * kv_row + static_cast<int64_t>(kvh) * hd + d]);
+        acc[r] = a;
+      }
+    }
+    m = m_new;
+  }
+  for (; j < hi; j += kWarps) { // the remaining keys, one at a time
     const __half *kj = kc + j * kv_row + static_cast<int64_t>(kvh) * hd;
     const __half *vj = vc + j * kv_row + static_cast<int64_t>(kvh) * hd;
     float s = 0.0f;
