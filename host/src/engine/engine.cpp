@@ -188,7 +188,10 @@ void Engine::Impl::load(const EngineOptions &o) {
                                              o.model + "'");
   ever_loaded = true;
   opts = o;
+  // Debugging switches (issue 11): launch every kernel one by one; run the plain, unfused kernels.
   if (const char *g = std::getenv("WORKER_CUDA_GRAPHS"); g && std::string(g) == "0") opts.cuda_graphs = false;
+  if (const char *u = std::getenv("WORKER_ARCH_UNFUSED"); u && std::string(u) == "1")
+    opts.arch_flags |= WO_ARCH_UNFUSED;
   if (opts.n_batch <= 0)
     throw Error(WO_ERR_INVALID_ARGUMENT, "n_batch: expected > 0, found " + std::to_string(opts.n_batch));
   if (opts.upload_chunk_bytes == 0)

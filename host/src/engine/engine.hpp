@@ -47,7 +47,7 @@ struct EngineOptions {
   int64_t n_batch = 512;               // most tokens one forward call processes
   uint64_t vram_budget_bytes = 0;      // cap on the VRAM plan (0 = free device memory only)
   size_t upload_chunk_bytes = 1 << 20; // bounded upload chunk (pinned double buffer of this size)
-  uint32_t arch_flags = 0;             // WO_ARCH_* (e.g. WO_ARCH_UNFUSED)
+  uint32_t arch_flags = 0;             // WO_ARCH_* (e.g. WO_ARCH_UNFUSED; also WORKER_ARCH_UNFUSED=1)
   bool trace = false;                  // record plugin traces (e.g. gpt-oss routing)
   int residency_interval_s = 60;       // background residency check period (0 = off)
   int64_t max_tokens_out = 0;          // --max-tokens-out (see n_ctx; 0 = no cap)

@@ -22,8 +22,8 @@ void cuda_check(cudaError_t e, const char *what) {
 }
 
 // keys = penalised logits scaled by 1/T; vals = ids.
-__global__ void prepare_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t, float *keys,
-                               int32_t *vals, int64_t n) {
+__global__ void prepare_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t,
+                               float *keys, int32_t *vals, int64_t n) {
   int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   float l = logits[i];
@@ -101,7 +101,8 @@ __device__ float weight(const float *keys, float lmax, int64_t i) { return expf(
 // Sum of weights over [0, limit).
 __device__ float block_sum(FilterShared &sh, const float *keys, float lmax, int64_t limit) {
   float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < limit; i += blockDim.x) acc += weight(keys, lmax, i);
+  for (int64_t i = threadIdx.x; i < limit; i += blockDim.x)
+    acc += weight(keys, lmax, i);
   float s = BlockReduce(sh.tmp.reduce).Sum(acc);
   if (threadIdx.x == 0) sh.total = s;
   __syncthreads();
@@ -134,8 +135,8 @@ __device__ int64_t block_first_reaching(FilterShared &sh, const float *keys, flo
 }
 
 // keys sorted descending (ties by id ascending). Applies top-k, top-p, min-p, then draws.
-__global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_t n, int32_t top_k, float top_p,
-                                   float min_p, float u, int32_t *out_id, uint8_t *seen) {
+__global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_t n, int32_t top_k,
+                                   float top_p, float min_p, float u, int32_t *out_id, uint8_t *seen) {
   __shared__ FilterShared sh;
   const float lmax = keys[0];
   int64_t keep = top_k > 0 && top_k < n ? top_k : n;
@@ -144,8 +145,10 @@ __global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_
     int64_t lo = 1, hi = keep;
     while (lo < hi) {
       int64_t mid = (lo + hi) / 2;
-      if (weight(keys, lmax, mid) >= min_p) lo = mid + 1;
-      else hi = mid;
+      if (weight(keys, lmax, mid) >= min_p)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     keep = lo;
   }
@@ -197,9 +200,9 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
 }
 
 GpuSampler::~GpuSampler() {
-  for (void *p : {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_), static_cast<void *>(d_vals_),
-                  static_cast<void *>(d_vals_sorted_), static_cast<void *>(d_seen_), static_cast<void *>(d_id_),
-                  d_temp_})
+  for (void *p : {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_),
+                  static_cast<void *>(d_vals_), static_cast<void *>(d_vals_sorted_),
+                  static_cast<void *>(d_seen_), static_cast<void *>(d_id_), d_temp_})
     if (p) free_(p);
   d_keys_ = d_keys_sorted_ = nullptr;
   d_vals_ = d_vals_sorted_ = d_id_ = nullptr;
@@ -217,10 +220,11 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
   if (p.greedy()) { // the sort buffers (n_vocab entries) are free in this path: they hold the partials
     const int parts = static_cast<int>(
         std::min<int64_t>(kArgmaxBlocks, (n_vocab_ + kArgmaxThreads - 1) / kArgmaxThreads)); // <= n_vocab
-    argmax_partial_kernel<<<parts, kArgmaxThreads, 0, stream_>>>(logits, d_seen_, p.repetition_penalty, n_vocab_,
-                                                                d_keys_sorted_, d_vals_sorted_);
+    argmax_partial_kernel<<<parts, kArgmaxThreads, 0, stream_>>>(logits, d_seen_, p.repetition_penalty,
+                                                                 n_vocab_, d_keys_sorted_, d_vals_sorted_);
     cuda_check(cudaGetLastError(), "argmax partial kernel");
-    argmax_final_kernel<<<1, kArgmaxThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, parts, d_id_, d_seen_);
+    argmax_final_kernel<<<1, kArgmaxThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, parts, d_id_,
+                                                           d_seen_);
     cuda_check(cudaGetLastError(), "argmax final kernel");
     return;
   }
@@ -235,12 +239,13 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                                                        static_cast<int>(sizeof(float) * 8), stream_),
              "sorting logits");
   filter_draw_kernel<<<1, kThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, n_vocab_, p.top_k, p.top_p,
-                                                   p.min_p, static_cast<float>(u), d_id_, d_seen_);
+                                                  p.min_p, static_cast<float>(u), d_id_, d_seen_);
   cuda_check(cudaGetLastError(), "filter/draw kernel");
 }
 
 int32_t GpuSampler::fetch_id() {
-  cuda_check(cudaMemcpyAsync(h_id_, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "copying the id");
+  cuda_check(cudaMemcpyAsync(h_id_, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+             "copying the id");
   cuda_check(cudaStreamSynchronize(stream_), "waiting for the sampler");
   return *h_id_;
 }

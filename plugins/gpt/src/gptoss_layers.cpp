@@ -14,6 +14,14 @@ namespace wo::gpt {
 
 namespace {
 
+// The fused bias+RoPE+cache write and residual+norm are off for gpt-oss: on the H100 they moved one
+// expert choice of the fixture's 200-token routing prompt (layer 2, token 164, router gap 4.3e-3)
+// away from llama.cpp's, while the plain kernels match it everywhere. Same math, other FP32 order;
+// the likely amplifier is an FP16 KV element rounding the other way. Kept compiled and tested
+// (kernels_gpu_test covers both kernels with gpt-oss's YaRN and biases) until the routing
+// sensitivity is understood.
+constexpr bool kFusedAttentionPrologue = false;
+
 kernels::RopeParams rope_params(const Hparams &hp) {
   kernels::RopeParams rp;
   rp.n_dims = static_cast<int32_t>(hp.rope_n_dims);
@@ -59,7 +67,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     ops.linear(w.attn_q, b.h, b.q, m);
     ops.linear(w.attn_k, b.h, b.k, m);
     ops.linear(w.attn_v, b.h, b.v, m);
-    if (inst.fused) { // biases, RoPE of q and k, and the cache write in one pass
+    const bool fuse = kFusedAttentionPrologue && inst.fused;
+    if (fuse) { // biases, RoPE of q and k, and the cache write in one pass
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;
       a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
@@ -82,7 +91,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     ops.linear(w.attn_output, b.attn, b.proj, m);
     cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
-    if (inst.fused) {
+    if (fuse) {
       cuda_ok(kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
               "attention residual + post_attention_norm", il);
     } else {

@@ -17,7 +17,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxPerLane = kMaxHeadDim / 32;
-constexpr int kUnroll = 4; // keys per warp per step of the main loop
+constexpr int kUnroll = 4;             // keys per warp per step of the main loop
 constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
 constexpr int kMaxSplits = 64;
 constexpr int64_t kMinKeysPerSplit = 64;
