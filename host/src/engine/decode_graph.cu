@@ -9,12 +9,13 @@ std::string cuda_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
 
-} // namespace
-
+// *d_pos = pos on the stream, ahead of the replay that reads it.
 cudaError_t write_position(int32_t *d_pos, int32_t pos, cudaStream_t stream) {
   write_position_kernel<<<1, 1, 0, stream>>>(d_pos, pos);
   return cudaGetLastError();
 }
+
+} // namespace
 
 int64_t DecodeGraphs::bound_for(int64_t pos, int64_t n_ctx) {
   int64_t b = 256;

@@ -46,7 +46,4 @@ private:
   std::map<std::pair<int64_t, const int32_t *>, cudaGraphExec_t> execs_;
 };
 
-// set *d_pos = pos on the stream (decode_graph.cu).
-cudaError_t write_position(int32_t *d_pos, int32_t pos, cudaStream_t stream);
-
 } // namespace wo::engine

@@ -128,7 +128,7 @@ void Engine::Impl::create_instance() {
 }
 
 bool Engine::Impl::decode_graph(const int32_t *id_dev, int64_t pos) {
-  if (!graphs || !graphs_ok) return false;
+  if (!graphs_ok) return false; // false without graphs too (begin_session)
   std::string why;
   const bool ok = graphs->run(
       id_dev, pos, session_ctx, d_step_pos,

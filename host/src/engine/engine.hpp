@@ -135,9 +135,9 @@ public:
 
   // Run n tokens at positions pos..pos+n-1 (pos 0 restarts the sequence). One token on the device
   // without all_logits (decode) replays a CUDA graph when available (EngineOptions.cuda_graphs). Prompts
-  // longer than n_batch are split into n_batch chunks. all_logits: keep logits for every token (then n must
-  // be
-  // <= n_batch); otherwise only the last token's row. ids are host memory unless ids_on_device.
+  // longer than n_batch are split into n_batch chunks. all_logits: keep logits for every token (then
+  // n must be <= n_batch); otherwise only the last token's row. ids are host memory unless
+  // ids_on_device.
   // Enqueued on stream(); does not synchronize (logits_host does).
   void forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits, bool ids_on_device = false);
   int64_t logits_rows() const; // rows the last forward wrote

@@ -84,15 +84,22 @@ uint64_t uint_or(const File &f, const std::string &key, uint64_t dflt) {
 uint64_t mul_sat(uint64_t a, uint64_t b) { return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b; }
 uint64_t add_sat(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
+// general.file_type when it is an integer (inspect reads odd files: any other type is ignored).
+std::optional<int64_t> file_type_of(const File &f) {
+  auto ft = f.find("general.file_type");
+  if (!ft || !ft->is_integer()) return std::nullopt;
+  int64_t i;
+  uint64_t u;
+  bool neg;
+  ft->widen(i, u, neg);
+  return i;
+}
+
 } // namespace
 
 std::string quant_kind(const File &f) {
-  if (auto ft = f.find("general.file_type"); ft && ft->is_integer()) {
-    int64_t i;
-    uint64_t u;
-    bool neg;
-    ft->widen(i, u, neg);
-    std::string name = file_type_name(i);
+  if (auto ft = file_type_of(f)) {
+    std::string name = file_type_name(*ft);
     const std::string moe = "_MOE";
     if (name.size() > moe.size() && name.compare(name.size() - moe.size(), moe.size(), moe) == 0)
       name.resize(name.size() - moe.size());
@@ -147,13 +154,9 @@ ModelSummary summarize(const File &f) {
   });
 
   // The label users know: general.file_type, else the type holding most bytes.
-  if (auto ft = f.find("general.file_type"); ft && ft->is_integer()) {
-    int64_t i;
-    uint64_t u;
-    bool neg;
-    ft->widen(i, u, neg);
-    s.file_type = file_type_name(i);
-    if (s.file_type.empty()) s.file_type = "file_type " + std::to_string(i);
+  if (auto ft = file_type_of(f)) {
+    s.file_type = file_type_name(*ft);
+    if (s.file_type.empty()) s.file_type = "file_type " + std::to_string(*ft);
   }
   if (s.file_type.empty() && !s.types.empty())
     s.file_type = std::max_element(s.types.begin(), s.types.end(), [](const TypeStat &a, const TypeStat &b) {

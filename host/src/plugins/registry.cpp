@@ -34,22 +34,40 @@ const std::string kHostAbi = abi_string(WORKER_SDK_ABI_MAJOR, WORKER_SDK_ABI_MIN
 
 // The function pointers each kind's v1 vtable must set (the first NULL one, or empty).
 #define WO_REQUIRE_FN(field)                                                                                 \
-  if (!v->field) return #field;
+  do {                                                                                                       \
+    if (!v->field) return #field;                                                                            \
+  } while (0)
 
 std::string missing_fn(const wo_arch_v1 *v) {
-  WO_REQUIRE_FN(probe)
-  WO_REQUIRE_FN(plan) WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy) WO_REQUIRE_FN(session_begin)
-      WO_REQUIRE_FN(session_end) WO_REQUIRE_FN(forward) WO_REQUIRE_FN(last_error) return {};
+  WO_REQUIRE_FN(probe);
+  WO_REQUIRE_FN(plan);
+  WO_REQUIRE_FN(create);
+  WO_REQUIRE_FN(destroy);
+  WO_REQUIRE_FN(session_begin);
+  WO_REQUIRE_FN(session_end);
+  WO_REQUIRE_FN(forward);
+  WO_REQUIRE_FN(last_error);
+  return {};
 }
 std::string missing_fn(const wo_quant_v1 *v) {
   if (v->n_types == 0) return "types (n_types is 0: the codec serves no type)";
-  WO_REQUIRE_FN(types) WO_REQUIRE_FN(dequantize_rows) WO_REQUIRE_FN(last_error) return {};
+  WO_REQUIRE_FN(types);
+  WO_REQUIRE_FN(dequantize_rows);
+  WO_REQUIRE_FN(last_error);
+  return {};
 }
 std::string missing_fn(const wo_tokenizer_v1 *v) {
-  WO_REQUIRE_FN(probe)
-  WO_REQUIRE_FN(create) WO_REQUIRE_FN(destroy) WO_REQUIRE_FN(encode) WO_REQUIRE_FN(token_bytes)
-      WO_REQUIRE_FN(special_ids) WO_REQUIRE_FN(is_eog) WO_REQUIRE_FN(vocab_size) WO_REQUIRE_FN(kind)
-          WO_REQUIRE_FN(last_error) return {};
+  WO_REQUIRE_FN(probe);
+  WO_REQUIRE_FN(create);
+  WO_REQUIRE_FN(destroy);
+  WO_REQUIRE_FN(encode);
+  WO_REQUIRE_FN(token_bytes);
+  WO_REQUIRE_FN(special_ids);
+  WO_REQUIRE_FN(is_eog);
+  WO_REQUIRE_FN(vocab_size);
+  WO_REQUIRE_FN(kind);
+  WO_REQUIRE_FN(last_error);
+  return {};
 }
 #undef WO_REQUIRE_FN
 

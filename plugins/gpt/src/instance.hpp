@@ -28,7 +28,6 @@ struct Instance {
   Hparams hp;
   Weights w;
   int64_t n_batch;
-  bool fused; // false with WO_ARCH_UNFUSED: the plain kernels, one step each (debugging)
   Session session;
   std::string error;
   // Debug mode only (host->trace_enabled): per layer, the expert ids of every token of the current

@@ -4,6 +4,7 @@
 // bucket boundaries), in every session, for every architecture the fixtures cover; and the
 // switch (EngineOptions.cuda_graphs = false / WORKER_CUDA_GRAPHS=0) really turns graphs off.
 #include "gpu_test_env.hpp"
+#include "rel_l2.hpp"
 
 #include "engine/engine.hpp"
 
@@ -26,15 +27,6 @@ namespace {
 // 1.6e-4 after 300 tokens. A wrong position, KV row or stale capture gives errors of order 1.
 // Bound on the relative L2 of the logits:
 constexpr double kGraphTolerance = 1e-3;
-
-double rel_l2(const std::vector<float> &a, const std::vector<float> &b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    den += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
 
 int32_t argmax(const std::vector<float> &v) {
   size_t best = 0;

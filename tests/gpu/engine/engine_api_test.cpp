@@ -3,6 +3,7 @@
 // bounds, chunked prefill and token-by-token decode agreeing with one-pass prefill, clear errors
 // for missing codecs and bad token ids.
 #include "gpu_test_env.hpp"
+#include "rel_l2.hpp"
 
 #include "engine/engine.hpp"
 
@@ -34,15 +35,6 @@ wo::engine::EngineOptions options() {
   o.plugin_dir = plugin_dir();
   o.n_ctx = 256;
   return o;
-}
-
-double rel_l2(const std::vector<float> &a, const std::vector<float> &b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    den += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 std::vector<int32_t> random_prompt(size_t n, int64_t vocab) {

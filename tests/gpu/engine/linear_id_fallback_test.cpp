@@ -2,6 +2,7 @@
 // must compute y[t][k] = W[ids[t][k]] · x[t][slot] like a double-precision CPU reference on the
 // exactly dequantized weights, and agree with quant-ggml's own linear_id.
 #include "gpu_test_env.hpp"
+#include "rel_l2.hpp"
 
 #include "engine/engine.hpp"
 #include "engine/linear_id_fallback.hpp"
@@ -21,15 +22,6 @@ namespace {
 // The codec's GEMV may round activations to FP16 (about 5e-4 relative per element): bound on the
 // relative L2 error of all outputs.
 constexpr double kTolerance = 2e-3;
-
-double rel_l2(const std::vector<float> &got, const std::vector<double> &ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (got[i] - ref[i]) * (got[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
 
 TEST(LinearIdFallback, MatchesCpuReferenceAndTheCodecsOwnLinearId) {
   WO_SKIP_WITHOUT_GPU();

@@ -12,6 +12,7 @@
 // progress events 0/25/50/75/100; and `worker-orcd run --json` prints the reference's continuation.
 #include "gpu_test_env.hpp"
 #include "reference_data.hpp"
+#include "rel_l2.hpp"
 
 #include "engine/engine.hpp"
 #include "observe/log.hpp"
@@ -60,16 +61,6 @@ int32_t argmax(const float *v, int64_t n) {
   for (int64_t i = 1; i < n; ++i)
     if (v[i] > v[best]) best = i;
   return static_cast<int32_t>(best);
-}
-
-double rel_l2(const std::vector<float> &got, const std::vector<float> &ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    num += d * d;
-    den += static_cast<double>(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 // What one prompt produced.
