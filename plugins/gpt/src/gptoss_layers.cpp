@@ -4,7 +4,8 @@
 // (MXFP4 through linear_id, biases per expert, clamped SwiGLU) -> weighted sum residual.
 //
 // Experts never copy weights: linear_id reads the chosen experts' rows in place. For prefill
-// the quant codec groups tokens by expert; for decode it runs the k chosen GEMVs straight from
+// the quant codec groups tokens by expert on the device (grouped_gemm.cuh, one tensor-core GEMM
+// launch per matrix); for decode it runs the k chosen GEMVs straight from
 // the device ids (no host round trip unless the host is tracing the routing).
 #include "device_ops.hpp"
 

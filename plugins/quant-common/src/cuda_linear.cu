@@ -84,6 +84,36 @@ bool vector_path(const TypeOps &ops, int64_t cols) { return cols % ops.block_ele
 
 int tokens_per_pass(int64_t n) { return n <= 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8; }
 
+__device__ void store_nan(const GemvParams &p, int64_t i) {
+  if (p.y_f16)
+    static_cast<__half *>(p.y)[i] = __float2half_rn(__int_as_float(0x7fc00000));
+  else
+    static_cast<float *>(p.y)[i] = __int_as_float(0x7fc00000);
+}
+
+// x16[j] = FP16 of the activation row of problem pairs[j] (one CTA per listed pair).
+__global__ void gather_x16_kernel(GemvParams p, const int32_t *pairs, const int32_t *counters, __half *x16) {
+  const int64_t j = blockIdx.x;
+  if (j >= counters[1]) return;
+  const int64_t prob = pairs[j], t = prob / p.n_slots, k = prob % p.n_slots;
+  const int64_t src = (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * 4; c < p.cols;
+       c += static_cast<int64_t>(blockDim.x) * 4) {
+    float4 v;
+    if (p.x_f16) {
+      const uint2 u = *reinterpret_cast<const uint2 *>(static_cast<const __half *>(p.x) + src + c);
+      *reinterpret_cast<uint2 *>(x16 + j * p.cols + c) = u;
+      continue;
+    }
+    v = *reinterpret_cast<const float4 *>(static_cast<const float *>(p.x) + src + c);
+    const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<const uint32_t *>(&a);
+    u.y = *reinterpret_cast<const uint32_t *>(&b);
+    *reinterpret_cast<uint2 *>(x16 + j * p.cols + c) = u;
+  }
+}
+
 __global__ void f32_to_f16_kernel(const float *x, __half *y, int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -91,6 +121,53 @@ __global__ void f32_to_f16_kernel(const float *x, __half *y, int64_t n) {
 }
 
 uint64_t align256(uint64_t v) { return (v + 255) & ~uint64_t{255}; }
+
+// Counting sort of linear_id's problems by expert, one CTA (problems <= n_batch * slots):
+// pairs[] lists problem indices expert by expert; tiles[4*i] = {expert, first pair, count <= TN, 0};
+// counters = {tiles, pairs listed}.
+// Problems whose id is outside [0, n_expert) get NaN rows here (the GEMV path's behaviour) and no
+// tile. The order inside one expert's run depends on atomics, which changes nothing numerically:
+// each output column of the GEMM depends on its own problem only.
+__global__ void group_by_expert_kernel(GemvParams p, int32_t *pairs, int32_t *tiles, int32_t *counters) {
+  extern __shared__ int32_t counts[]; // [n_expert] counts, then [n_expert] next free slot
+  int32_t *cursor = counts + p.n_expert;
+  const int64_t n_probs = p.n_tokens * p.n_slots;
+  for (int64_t e = threadIdx.x; e < p.n_expert; e += blockDim.x)
+    counts[e] = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n_probs; i += blockDim.x) {
+    const int32_t e = p.ids[i];
+    if (e >= 0 && e < p.n_expert) atomicAdd(&counts[e], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) { // experts are few (<= kGroupMaxExperts): a serial scan is cheapest
+    int32_t off = 0, t = 0;
+    for (int64_t e = 0; e < p.n_expert; ++e) {
+      const int32_t c = counts[e];
+      cursor[e] = off;
+      for (int32_t j = 0; j < c; j += kGroupTileProblems) {
+        tiles[4 * t] = static_cast<int32_t>(e);
+        tiles[4 * t + 1] = off + j;
+        tiles[4 * t + 2] = min(kGroupTileProblems, c - j);
+        tiles[4 * t + 3] = 0;
+        ++t;
+      }
+      off += c;
+    }
+    counters[0] = t;
+    counters[1] = off;
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n_probs; i += blockDim.x) {
+    const int32_t e = p.ids[i];
+    if (e >= 0 && e < p.n_expert) {
+      pairs[atomicAdd(&cursor[e], 1)] = static_cast<int32_t>(i);
+    } else {
+      for (int64_t r = 0; r < p.rows; ++r)
+        store_nan(p, i * p.rows + r);
+    }
+  }
+}
 
 // Y = W X for many tokens: dequantize row chunks to FP16 scratch, cuBLAS GEMM with FP32 compute.
 void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const Shape &sh, const void *x,
@@ -147,6 +224,40 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  what + ": cublasGemmEx rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr));
   }
+}
+
+int64_t max_group_tiles(int64_t n_probs, int64_t n_expert) {
+  return (n_probs + kGroupTileProblems - 1) / kGroupTileProblems + n_expert;
+}
+
+// Many tokens: group the problems by expert on the device, gather their activations as FP16 in
+// that order, then one grouped GEMM launch (grouped_gemm.cuh). Scratch: the sorted problem list,
+// the worst-case tile list, two counters and the FP16 activations.
+template <class W>
+void grouped_path(const TypeOps &ops, const wo_host *host, const GemvParams &p, const W &what) {
+  const int64_t n_probs = p.n_tokens * p.n_slots;
+  const int64_t max_tiles = max_group_tiles(n_probs, p.n_expert);
+  const uint64_t pairs_bytes = align256(static_cast<uint64_t>(n_probs) * 4);
+  const uint64_t tiles_bytes = align256(static_cast<uint64_t>(max_tiles) * 16);
+  const uint64_t x16_bytes = align256(static_cast<uint64_t>(n_probs) * static_cast<uint64_t>(p.cols) * 2);
+  const uint64_t bytes = pairs_bytes + tiles_bytes + 256 + x16_bytes;
+  if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what() + ": the host offers no scratch service");
+  void *scratch = nullptr;
+  check(host->scratch(host->ctx, bytes, &scratch),
+        what() + ": scratch of " + std::to_string(bytes) + " bytes");
+  char *base = static_cast<char *>(scratch);
+  auto *pairs = reinterpret_cast<int32_t *>(base);
+  auto *tiles = reinterpret_cast<int32_t *>(base + pairs_bytes);
+  auto *counters = reinterpret_cast<int32_t *>(base + pairs_bytes + tiles_bytes);
+  auto *x16 = reinterpret_cast<__half *>(base + pairs_bytes + tiles_bytes + 256);
+  const auto stream = static_cast<cudaStream_t>(host->cuda_stream);
+  group_by_expert_kernel<<<1, 1024, static_cast<size_t>(p.n_expert) * 8, stream>>>(p, pairs, tiles, counters);
+  check_launch([&] { return what() + ": grouping by expert"; });
+  gather_x16_kernel<<<static_cast<unsigned>(n_probs), 256, 0, stream>>>(p, pairs, counters, x16);
+  check_launch([&] { return what() + ": FP16 activation gather"; });
+  const cudaError_t e =
+      static_cast<cudaError_t>(ops.grouped(p, x16, pairs, tiles, counters, max_tiles, stream));
+  if (e != cudaSuccess) check_cuda(e, what() + ": grouped expert GEMM launch");
 }
 
 } // namespace
@@ -258,6 +369,12 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
                n_slots,
                x_slots,
                n_expert};
+  // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
+  if (n_tokens > kGemvMaxTokens && ops.grouped && n_expert <= kGroupMaxExperts &&
+      max_group_tiles(n_tokens * n_slots, n_expert) <= 65535) {
+    grouped_path(ops, host, p, what);
+    return;
+  }
   ops.gemv(p, 1, host->cuda_stream);
   check_launch(what);
 }

@@ -1,7 +1,7 @@
 // Instantiates the shared CUDA kernels for every type quant-ggml serves.
 #include "ggml_codec.hpp"
 
-#include "quant_common/linear_kernels.cuh"
+#include "quant_common/type_ops.cuh"
 
 namespace wo::quant {
 

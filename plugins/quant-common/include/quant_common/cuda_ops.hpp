@@ -17,6 +17,11 @@ namespace wo::quant {
 constexpr int64_t kGemvMaxTokens = 16;
 // Most bytes of FP16 weight scratch one GEMM chunk may use.
 constexpr uint64_t kGemmScratchBytes = 64ull << 20;
+// linear_id above kGemvMaxTokens tokens groups problems by expert and runs the grouped GEMM
+// (grouped_gemm.cuh): tiles of 64 or 128 weight rows x this many problems of one expert.
+constexpr int kGroupTileProblems = 64;
+// The grouping kernel counts problems per expert in shared memory: at most this many experts.
+constexpr int64_t kGroupMaxExperts = 4096;
 
 // One GEMV problem set: for every "problem" p (token group, or token*slot for linear_id) and row r,
 // y[p][r] = W_e[r] . x[p]. Pointers are device pointers.
@@ -56,6 +61,11 @@ struct TypeOps {
   // Scalar fallbacks for plain types whose rows are not a multiple of block_elems; NULL otherwise.
   void (*gemv_scalar)(const GemvParams &p, void *stream);
   void (*dequant_scalar)(const DequantParams &p, void *stream);
+  // linear_id over problems grouped by expert: x16 (FP16 activations in pair order), pairs, tiles
+  // and n_tiles are written on the device by the grouping step; the grid covers max_tiles.
+  // Returns the launch's cudaError_t.
+  int (*grouped)(const GemvParams &p, const void *x16, const int32_t *pairs, const int32_t *tiles,
+                 const int32_t *n_tiles, int64_t max_tiles, void *stream);
 };
 
 // The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.

@@ -1,5 +1,5 @@
-// Kernels templated on a block decoder (device_decoders.cuh), and make_type_ops<D>() that a codec
-// plugin instantiates once per type it serves.
+// GEMV, dequantize and scalar kernels templated on a block decoder (device_decoders.cuh) and their
+// launchers; type_ops.cuh bundles them (with grouped_gemm.cuh) into a codec's TypeOps.
 //
 // Decode GEMV (one token per problem, variant 3, the default): gemv_int8x_kernel stages the
 // activations once per CTA in shared memory as two int8 terms (int8x_dots.cuh) and multiplies the
@@ -539,20 +539,6 @@ template <class D> void launch_gemv_scalar(const GemvParams &p, void *stream) {
 template <class D> void launch_dequant_scalar(const DequantParams &p, void *stream) {
   const dim3 grid(static_cast<unsigned>((p.cols + kDequantThreads - 1) / kDequantThreads), grid_y(p.n_rows));
   dequant_scalar_kernel<D><<<grid, kDequantThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
-}
-
-template <class D> TypeOps make_type_ops() {
-  return TypeOps{D::kType, D::QK, &launch_gemv<D>, &launch_dequant<D>, nullptr, nullptr};
-}
-
-// Plain types (F32/F16/BF16) also get the element-wise kernels for rows not a multiple of 8.
-template <class D> TypeOps make_plain_type_ops() {
-  return TypeOps{D::kType,
-                 D::QK,
-                 &launch_gemv<D>,
-                 &launch_dequant<D>,
-                 &launch_gemv_scalar<D>,
-                 &launch_dequant_scalar<D>};
 }
 
 } // namespace wo::quant::dev
