@@ -1,5 +1,6 @@
 #include "sampling/gpu_sampler.hpp"
 
+#include <worker/pdl.cuh>
 #include <worker/sdk.hpp>
 
 #include <cub/block/block_reduce.cuh>
@@ -54,6 +55,7 @@ __device__ void block_argmax(float bv, int32_t bi, float *sv, int32_t *si) {
 
 __global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, float penalty, int64_t n,
                                       float *part_v, int32_t *part_i) {
+  pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
   __shared__ float sv[kArgmaxThreads];
   __shared__ int32_t si[kArgmaxThreads];
   float bv = -INFINITY;
@@ -70,6 +72,7 @@ __global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, 
 
 __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, int n_parts, int32_t *out_id,
                                     uint8_t *seen) {
+  pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
   __shared__ float sv[kArgmaxThreads];
   __shared__ int32_t si[kArgmaxThreads];
   float bv = -INFINITY;
@@ -220,12 +223,12 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
   if (p.greedy()) { // the sort buffers (n_vocab entries) are free in this path: they hold the partials
     const int parts = static_cast<int>(
         std::min<int64_t>(kArgmaxBlocks, (n_vocab_ + kArgmaxThreads - 1) / kArgmaxThreads)); // <= n_vocab
-    argmax_partial_kernel<<<parts, kArgmaxThreads, 0, stream_>>>(logits, d_seen_, p.repetition_penalty,
-                                                                 n_vocab_, d_keys_sorted_, d_vals_sorted_);
-    cuda_check(cudaGetLastError(), "argmax partial kernel");
-    argmax_final_kernel<<<1, kArgmaxThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, parts, d_id_,
-                                                           d_seen_);
-    cuda_check(cudaGetLastError(), "argmax final kernel");
+    cuda_check(pdl::launch(argmax_partial_kernel, parts, kArgmaxThreads, 0, stream_, logits, d_seen_,
+                           p.repetition_penalty, n_vocab_, d_keys_sorted_, d_vals_sorted_),
+               "argmax partial kernel");
+    cuda_check(pdl::launch(argmax_final_kernel, 1, kArgmaxThreads, 0, stream_, d_keys_sorted_, d_vals_sorted_,
+                           parts, d_id_, d_seen_),
+               "argmax final kernel");
     return;
   }
   const int blocks = static_cast<int>((n_vocab_ + 255) / 256);

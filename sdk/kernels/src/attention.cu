@@ -7,6 +7,8 @@
 // writes its partial state to the workspace and a second kernel merges the splits.
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 #include <algorithm>
@@ -35,6 +37,7 @@ struct AttnConsts {
 
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+  wo::pdl::enter();
   const int64_t t = blockIdx.x;
   const int32_t h = blockIdx.y;
   const int32_t split = blockIdx.z;
@@ -174,6 +177,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 // Merges the splits' partial states of one (query, head) per block.
 __global__ void attention_merge_kernel(float *out, AttnConsts k) {
+  wo::pdl::enter();
   const int64_t t = blockIdx.x;
   const int32_t h = blockIdx.y;
   const int32_t hd = k.head_dim, S = k.n_splits;
@@ -244,12 +248,15 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   k.ws = p.workspace;
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
                   static_cast<unsigned>(k.n_splits));
-  attention_kernel<<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, out, k);
+  if (const cudaError_t e =
+          wo::pdl::launch(attention_kernel, grid, kWarps * 32, 0, stream, q, k_cache, v_cache, out, k);
+      e != cudaSuccess)
+    return e;
   if (k.n_splits > 1) {
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
     const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
-    attention_merge_kernel<<<merge_grid, 128, 0, stream>>>(out, k);
+    if (const cudaError_t e = wo::pdl::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
+        e != cudaSuccess)
+      return e;
   }
   return detail::launched();
 }

@@ -2,6 +2,8 @@
 // launches with a bounded grid.
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -12,6 +14,7 @@ namespace {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void add_bias_kernel(float *y, const float *b, int64_t n_rows, int64_t n_cols, int64_t stride) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
     y[r * stride + c] += b[c];
@@ -19,15 +22,18 @@ __global__ void add_bias_kernel(float *y, const float *b, int64_t n_rows, int64_
 }
 
 __global__ void add_kernel(float *y, const float *a, const float *b, int64_t n) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n) y[i] = a[i] + b[i];
 }
 
 __global__ void scale_kernel(const float *x, float *y, float s, int64_t n) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n) y[i] = x[i] * s;
 }
 
 __global__ void swiglu_kernel(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
                               int64_t stride) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
     const float g = gate[r * stride + c];
@@ -37,6 +43,7 @@ __global__ void swiglu_kernel(const float *gate, const float *up, float *out, in
 
 __global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out, int64_t n_rows,
                                   int64_t n_cols, float alpha, float limit, int64_t stride) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
     const float g = fminf(gate[r * stride + c], limit);
@@ -46,6 +53,7 @@ __global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out
 }
 
 __global__ void gelu_tanh_kernel(const float *x, float *y, int64_t n) {
+  wo::pdl::enter();
   const float k = 0.7978845608028654f; // sqrt(2/pi)
   WO_GRID_STRIDE(i, n) {
     const float v = x[i];
@@ -54,6 +62,7 @@ __global__ void gelu_tanh_kernel(const float *x, float *y, int64_t n) {
 }
 
 __global__ void fill_positions_kernel(int32_t *out, int64_t n, int32_t start) {
+  wo::pdl::enter();
   WO_GRID_STRIDE(i, n) out[i] = start + static_cast<int32_t>(i);
 }
 
@@ -62,7 +71,10 @@ __global__ void fill_positions_kernel(int32_t *out, int64_t n, int32_t start) {
 cudaError_t fill_positions(int32_t *out, int64_t n, int32_t start, cudaStream_t stream) {
   if (!out || n < 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  fill_positions_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(out, n, start);
+  if (const cudaError_t e = wo::pdl::launch(fill_positions_kernel, detail::grid_for(n), detail::kBlock, 0,
+                                            stream, out, n, start);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -71,22 +83,31 @@ cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, c
   if (!y || !b || n_rows < 0 || n_cols <= 0 || (row_stride != 0 && row_stride < n_cols))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  add_bias_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
-      y, b, n_rows, n_cols, row_stride ? row_stride : n_cols);
+  if (const cudaError_t e =
+          wo::pdl::launch(add_bias_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, y, b,
+                          n_rows, n_cols, row_stride ? row_stride : n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
 cudaError_t add(float *y, const float *a, const float *b, int64_t n, cudaStream_t stream) {
   if (!y || !a || !b || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  add_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(y, a, b, n);
+  if (const cudaError_t e =
+          wo::pdl::launch(add_kernel, detail::grid_for(n), detail::kBlock, 0, stream, y, a, b, n);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
 cudaError_t scale(const float *x, float *y, float s, int64_t n, cudaStream_t stream) {
   if (!x || !y || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  scale_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, y, s, n);
+  if (const cudaError_t e =
+          wo::pdl::launch(scale_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, s, n);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -95,8 +116,11 @@ cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_row
   if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  swiglu_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
-      gate, up, out, n_rows, n_cols, in_stride ? in_stride : n_cols);
+  if (const cudaError_t e =
+          wo::pdl::launch(swiglu_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, gate,
+                          up, out, n_rows, n_cols, in_stride ? in_stride : n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -105,15 +129,21 @@ cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n
   if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  swiglu_oai_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(
-      gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols);
+  if (const cudaError_t e =
+          wo::pdl::launch(swiglu_oai_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream,
+                          gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
 cudaError_t gelu_tanh(const float *x, float *y, int64_t n, cudaStream_t stream) {
   if (!x || !y || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  gelu_tanh_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, y, n);
+  if (const cudaError_t e =
+          wo::pdl::launch(gelu_tanh_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, n);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

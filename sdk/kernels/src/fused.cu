@@ -3,6 +3,8 @@
 #include "launch.cuh"
 #include "rope_math.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -10,6 +12,7 @@ namespace {
 
 __global__ void add_rms_norm_kernel(float *x, const float *delta, const float *w, float *y, int64_t n_cols,
                                     float eps) {
+  wo::pdl::enter();
   float *xr = x + blockIdx.x * n_cols;
   const float *dr = delta + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
@@ -27,6 +30,7 @@ __global__ void add_rms_norm_kernel(float *x, const float *delta, const float *w
 
 // One thread per (token, head slot, pair); slots are the q heads, then k heads, then v heads.
 __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::RopeConsts k) {
+  wo::pdl::enter();
   const int32_t hd = a.head_dim, pairs = hd / 2;
   const int32_t slots = a.n_heads + 2 * a.n_kv_heads;
   const int64_t n = n_tokens * slots * pairs;
@@ -79,8 +83,10 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
   if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  add_rms_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, delta, w, y, n_cols,
-                                                                                    eps);
+  if (const cudaError_t e = wo::pdl::launch(add_rms_norm_kernel, static_cast<unsigned>(n_rows),
+                                            detail::kBlock, 0, stream, x, delta, w, y, n_cols, eps);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -97,7 +103,10 @@ cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopePar
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   const int64_t n = n_tokens * (a.n_heads + 2 * a.n_kv_heads) * (a.head_dim / 2);
-  rope_kv_write_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(c, n_tokens, k);
+  if (const cudaError_t e = wo::pdl::launch(rope_kv_write_kernel, detail::grid_for(n), detail::kBlock, 0,
+                                            stream, c, n_tokens, k);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

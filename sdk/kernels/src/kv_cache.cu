@@ -1,6 +1,8 @@
 // FP16 KV cache writes: one thread per element of the new K and V rows.
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -8,6 +10,7 @@ namespace {
 
 __global__ void kv_write_kernel(const float *k, const float *v, __half *kc, __half *vc, int64_t pos0,
                                 const int32_t *positions, int64_t n_tokens, int64_t row, int64_t src_stride) {
+  wo::pdl::enter();
   const int64_t n = n_tokens * row;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -28,8 +31,11 @@ cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_
       (src_stride != 0 && src_stride < row))
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
-  kv_write_kernel<<<detail::grid_for(n_tokens * row), detail::kBlock, 0, stream>>>(
-      k, v, k_cache, v_cache, pos0, positions, n_tokens, row, src_stride ? src_stride : row);
+  if (const cudaError_t e =
+          wo::pdl::launch(kv_write_kernel, detail::grid_for(n_tokens * row), detail::kBlock, 0, stream, k, v,
+                          k_cache, v_cache, pos0, positions, n_tokens, row, src_stride ? src_stride : row);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

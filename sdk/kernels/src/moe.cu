@@ -2,6 +2,8 @@
 // and the weighted combination of the experts' outputs.
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -13,6 +15,7 @@ constexpr int kMaxCols = 1024, kPerLane = kMaxCols / 32, kMaxK = 32;
 // experts in descending order (ties: lower index).
 __global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *weights, int64_t n_rows,
                                     int32_t n_cols, int32_t k) {
+  wo::pdl::enter();
   const int lane = threadIdx.x & 31;
   const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= n_rows) return;
@@ -54,6 +57,7 @@ __global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *we
 
 __global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t *ids, int64_t n_rows,
                                         int64_t n_cols) {
+  wo::pdl::enter();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_rows * n_cols;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / n_cols, c = i % n_cols;
@@ -63,6 +67,7 @@ __global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t 
 
 __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float *out, int64_t n_tokens,
                                           int32_t k, int64_t n_cols, bool accumulate) {
+  wo::pdl::enter();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tokens * n_cols;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / n_cols, c = i % n_cols;
@@ -83,8 +88,10 @@ cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int6
   if (n_rows == 0) return cudaSuccess;
   constexpr int warps_per_block = 4;
   const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
-  topk_softmax_kernel<<<grid, warps_per_block * 32, 0, stream>>>(logits, ids, weights, n_rows,
-                                                                 static_cast<int32_t>(n_cols), k);
+  if (const cudaError_t e = wo::pdl::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream,
+                                            logits, ids, weights, n_rows, static_cast<int32_t>(n_cols), k);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -92,8 +99,10 @@ cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64
                              cudaStream_t stream) {
   if (!y || !b || !ids || n_rows < 0 || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  add_bias_indexed_kernel<<<detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream>>>(y, b, ids, n_rows,
-                                                                                            n_cols);
+  if (const cudaError_t e = wo::pdl::launch(add_bias_indexed_kernel, detail::grid_for(n_rows * n_cols),
+                                            detail::kBlock, 0, stream, y, b, ids, n_rows, n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -101,8 +110,11 @@ cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64
                                int64_t n_cols, bool accumulate, cudaStream_t stream) {
   if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
-  weighted_sum_slots_kernel<<<detail::grid_for(n_tokens * n_cols), detail::kBlock, 0, stream>>>(
-      y, w, out, n_tokens, k, n_cols, accumulate);
+  if (const cudaError_t e =
+          wo::pdl::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
+                          stream, y, w, out, n_tokens, k, n_cols, accumulate);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

@@ -2,12 +2,15 @@
 // accumulation, two passes over the row so y may alias x.
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
 namespace {
 
 __global__ void rms_norm_kernel(const float *x, const float *w, float *y, int64_t n_cols, float eps) {
+  wo::pdl::enter();
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float ss = 0.0f;
@@ -21,6 +24,7 @@ __global__ void rms_norm_kernel(const float *x, const float *w, float *y, int64_
 
 __global__ void layer_norm_kernel(const float *x, const float *w, const float *b, float *y, int64_t n_cols,
                                   float eps) {
+  wo::pdl::enter();
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float s = 0.0f;
@@ -45,7 +49,10 @@ cudaError_t rms_norm(const float *x, const float *w, float *y, int64_t n_rows, i
                      cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  rms_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, w, y, n_cols, eps);
+  if (const cudaError_t e = wo::pdl::launch(rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0,
+                                            stream, x, w, y, n_cols, eps);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -53,7 +60,10 @@ cudaError_t layer_norm(const float *x, const float *w, const float *b, float *y,
                        int64_t n_cols, float eps, cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  layer_norm_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, w, b, y, n_cols, eps);
+  if (const cudaError_t e = wo::pdl::launch(layer_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock,
+                                            0, stream, x, w, b, y, n_cols, eps);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

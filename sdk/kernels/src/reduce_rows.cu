@@ -1,12 +1,15 @@
 // Row reductions: softmax and argmax, one block per row (rows up to a vocabulary, ~200k floats).
 #include "launch.cuh"
 
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
+
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
 namespace {
 
 __global__ void softmax_kernel(const float *x, float *y, int64_t n_cols) {
+  wo::pdl::enter();
   const float *xr = x + blockIdx.x * n_cols;
   float *yr = y + blockIdx.x * n_cols;
   float m = -INFINITY;
@@ -27,6 +30,7 @@ __device__ inline bool better(float v, int64_t i, float bv, int64_t bi) {
 }
 
 __global__ void argmax_kernel(const float *x, int32_t *out, int64_t n_cols) {
+  wo::pdl::enter();
   const float *xr = x + blockIdx.x * n_cols;
   float bv = -INFINITY;
   int64_t bi = n_cols; // "none yet": loses every tie
@@ -60,7 +64,10 @@ __global__ void argmax_kernel(const float *x, int32_t *out, int64_t n_cols) {
 cudaError_t softmax_rows(const float *x, float *y, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
   if (!x || !y || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  softmax_kernel<<<static_cast<unsigned>(n_rows), detail::kBlock, 0, stream>>>(x, y, n_cols);
+  if (const cudaError_t e = wo::pdl::launch(softmax_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0,
+                                            stream, x, y, n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 
@@ -68,7 +75,10 @@ cudaError_t argmax_rows(const float *x, int32_t *out, int64_t n_rows, int64_t n_
   if (!x || !out || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  argmax_kernel<<<static_cast<unsigned>(n_rows), 1024, 0, stream>>>(x, out, n_cols);
+  if (const cudaError_t e =
+          wo::pdl::launch(argmax_kernel, static_cast<unsigned>(n_rows), 1024, 0, stream, x, out, n_cols);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

@@ -1,7 +1,9 @@
 // Rotary position embedding with ggml's semantics (NORM / NEOX pairing, freq scale, YaRN ramp and
 // magnitude correction). One thread per rotated pair; dims past n_dims are left untouched.
 #include "launch.cuh"
+
 #include "rope_math.cuh"
+#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
 
 #include <worker/kernels.hpp>
 
@@ -9,6 +11,7 @@ namespace wo::kernels {
 namespace {
 
 __global__ void rope_kernel(float *x, int64_t n_tokens, const int32_t *positions, detail::RopeConsts k) {
+  wo::pdl::enter();
   const int32_t half = k.n_dims / 2;
   const int64_t n = n_tokens * k.n_heads * half;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n;
@@ -39,7 +42,10 @@ cudaError_t rope(float *x, int64_t n_tokens, int32_t n_heads, int32_t head_dim, 
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   const int64_t n = n_tokens * n_heads * (k.n_dims / 2);
-  rope_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, n_tokens, positions, k);
+  if (const cudaError_t e = wo::pdl::launch(rope_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x,
+                                            n_tokens, positions, k);
+      e != cudaSuccess)
+    return e;
   return detail::launched();
 }
 

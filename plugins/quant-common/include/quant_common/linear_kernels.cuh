@@ -15,6 +15,8 @@
 #include "quant_common/device_decoders.cuh"
 #include "quant_common/int8x_dots.cuh"
 
+#include <worker/pdl.cuh>
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -87,6 +89,7 @@ template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, i
 
 template <class D, int NT>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
+  wo::pdl::enter(); // launched with pdl::launch (decode path)
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
   if (row >= p.rows) return;
@@ -275,6 +278,15 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
   const XQ xq{hi, lo, scale, sum16};
   const int lane = threadIdx.x % 32;
   const int64_t n_parts = p.cols / D::QK * X::PARTS;
+  // Launched with pdl::launch: while the previous kernel finishes, ask L2 for each warp's first
+  // row (plain linear only: an expert's rows depend on ids an earlier kernel writes).
+  if (!p.ids) {
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32;
+    if (row < p.rows)
+      for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128)
+        wo::pdl::prefetch_l2(p.w + row * p.row_bytes + off);
+  }
+  wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
@@ -490,7 +502,8 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
   const int64_t row_ctas = (p.rows + kInt8xWarps - 1) / kInt8xWarps;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, kInt8xCtasPerSm * device_sm_count())),
                   grid_y(problems));
-  gemv_int8x_kernel<D><<<grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s>>>(p);
+  // A failed launch is left for the caller's cudaGetLastError check.
+  (void)wo::pdl::launch(gemv_int8x_kernel<D>, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p);
   return true;
 }
 
@@ -517,11 +530,11 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
     }
     return;
   }
-  switch (nt) {
-  case 1: gemv_kernel<D, 1><<<grid, block, 0, s>>>(p); break;
-  case 2: gemv_kernel<D, 2><<<grid, block, 0, s>>>(p); break;
-  case 4: gemv_kernel<D, 4><<<grid, block, 0, s>>>(p); break;
-  default: gemv_kernel<D, 8><<<grid, block, 0, s>>>(p); break;
+  switch (nt) { // a failed launch is left for the caller's cudaGetLastError check
+  case 1: (void)wo::pdl::launch(gemv_kernel<D, 1>, grid, block, 0, s, p); break;
+  case 2: (void)wo::pdl::launch(gemv_kernel<D, 2>, grid, block, 0, s, p); break;
+  case 4: (void)wo::pdl::launch(gemv_kernel<D, 4>, grid, block, 0, s, p); break;
+  default: (void)wo::pdl::launch(gemv_kernel<D, 8>, grid, block, 0, s, p); break;
   }
 }
 
