@@ -4,7 +4,7 @@
 // run). `--http URL` measures the same things as a client of the running worker sees them.
 //
 //   bench --model M [--plugin-dir D] [--json] [--n-decode 256] [--prompts 16,128,512,2048]
-//         [--depths 128,2048] [--reps 3] [--profile-steps N]
+//         [--depths 0,2048] [--reps 3] [--profile-steps N]
 //   bench --http http://127.0.0.1:8080 [--n-decode 256] [--reps 5] [--json]
 #include "http_bench.hpp"
 #include "stats.hpp"
@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -41,7 +42,7 @@ struct Options {
   int n_decode = 256;
   int reps = 3;
   std::vector<int> prompts = {16, 128, 512, 2048};
-  std::vector<int> depths = {128, 2048};
+  std::vector<int> depths = {0, 2048}; // decode from an empty context and at 2048 (the perf goals' points)
   int profile_steps = 0; // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
 };
 
@@ -155,7 +156,8 @@ struct Bench {
 
   // For a profiler (ncu --profile-from-start off): after a prompt of `depth` tokens and 8 warm-up
   // steps (graph captures made), decode `steps` tokens inside the profiled range.
-  void profile_decode(int depth, int steps) {
+  void profile_decode(int depth_arg, int steps) {
+    const int depth = std::max(depth_arg, 1); // as decode(): depth 0 = a one-token prompt
     auto ids = random_prompt(depth);
     engine->begin_session(depth + steps + 16);
     wo::sampling::SamplingParams greedy;
@@ -177,7 +179,10 @@ struct Bench {
 
   // Decode n_decode tokens after a prompt of `depth` tokens, the way the worker does: sample on
   // the device, copy the id, feed it back. Per-token latencies in ms.
-  std::vector<double> decode(int depth) {
+  // Depth 0 (llama-bench's tg at an empty context) starts from a one-token prompt: a forward needs
+  // at least one token.
+  std::vector<double> decode(int depth_arg) {
+    const int depth = std::max(depth_arg, 1);
     auto ids = random_prompt(depth);
     engine->begin_session(depth + o.n_decode + 8);
     wo::sampling::SamplingParams greedy;
@@ -359,7 +364,7 @@ int main(int argc, char **argv) {
       };
       if (a == "--help" || a == "-h") {
         std::printf("usage: bench --model M [--plugin-dir D] [--gpu-device N] [--json] [--n-decode 256]\n"
-                    "             [--prompts 16,128,512,2048] [--depths 128,2048] [--reps 3]\n"
+                    "             [--prompts 16,128,512,2048] [--depths 0,2048] [--reps 3]\n"
                     "             [--profile-steps N]  (decode N tokens at the first depth inside\n"
                     "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
                     "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "

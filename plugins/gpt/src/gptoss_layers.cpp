@@ -85,23 +85,40 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
               "router top-k (pre-bias trace)", il);
       record_routing(inst, RoutingTrace::PreBias, b.ids, m * K, il, s);
     }
-    cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
-    cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
-            "router top-k", il);
+    if (inst.fused) { // the biases ride in their consumers: the same float adds, 4 launches fewer
+      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s,
+                                    f32_data(w.ffn_gate_inp_b)),
+              "router bias + top-k", il);
+    } else {
+      cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
+      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
+              "router top-k", il);
+    }
     if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
-            "expert gate bias", il);
     ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s), "expert up bias",
-            il);
-    cuda_ok(kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s),
-            "expert clamped swiglu", il);
+    kernels::IndexedBias expert_b; // empty: no bias in the SwiGLU
+    if (inst.fused) {
+      expert_b.gate = f32_data(w.ffn_gate_exps_b);
+      expert_b.up = f32_data(w.ffn_up_exps_b);
+      expert_b.ids = b.ids;
+    } else {
+      cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
+              "expert gate bias", il);
+      cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s),
+              "expert up bias", il);
+    }
+    cuda_ok(
+        kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s, 0, expert_b),
+        "expert clamped swiglu", il);
     ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K);
-    cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s),
-            "expert down bias", il);
+    if (!inst.fused)
+      cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s),
+              "expert down bias", il);
     cuda_ok(kernels::weighted_sum_slots(b.down, b.weights, b.x, m, static_cast<int32_t>(K), E,
-                                        /*accumulate=*/true, s),
+                                        /*accumulate=*/true, s,
+                                        inst.fused ? f32_data(w.ffn_down_exps_b) : nullptr,
+                                        inst.fused ? b.ids : nullptr),
             "expert weighted sum", il);
   }
 }

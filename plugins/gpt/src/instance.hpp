@@ -28,6 +28,7 @@ struct Instance {
   Hparams hp;
   Weights w;
   int64_t n_batch;
+  bool fused = true; // false with WO_ARCH_UNFUSED: every bias add as its own kernel (debugging)
   Session session;
   std::string error;
   // Debug mode only (host->trace_enabled): per layer, the expert ids of every token of the current

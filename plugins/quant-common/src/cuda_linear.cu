@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace wo::quant {
@@ -226,6 +227,15 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
   }
 }
 
+// WORKER_MOE_GROUPED=0: linear_id always takes the per-problem GEMV path (debugging switch).
+bool grouped_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("WORKER_MOE_GROUPED");
+    return !(e && e[0] == '0' && e[1] == '\0');
+  }();
+  return on;
+}
+
 int64_t max_group_tiles(int64_t n_probs, int64_t n_expert) {
   return (n_probs + kGroupTileProblems - 1) / kGroupTileProblems + n_expert;
 }
@@ -370,7 +380,7 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
                x_slots,
                n_expert};
   // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
-  if (n_tokens > kGemvMaxTokens && ops.grouped && n_expert <= kGroupMaxExperts &&
+  if (n_tokens > kGemvMaxTokens && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
       max_group_tiles(n_tokens * n_slots, n_expert) <= 65535) {
     grouped_path(ops, host, p, what);
     return;

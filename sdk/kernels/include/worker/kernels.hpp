@@ -48,10 +48,18 @@ cudaError_t scale(const float *x, float *y, float s, int64_t n, cudaStream_t str
 cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
                    cudaStream_t stream, int64_t in_stride = 0);
 
+// Per-row bias rows chosen by ids (the experts' biases): row r adds gate[ids[r]] / up[ids[r]].
+struct IndexedBias {
+  const float *gate = nullptr, *up = nullptr; // [n_b][n_cols]
+  const int32_t *ids = nullptr;               // [n_rows]; nullptr: no bias
+};
+
 // gpt-oss's clamped SwiGLU: g = min(gate, limit); u = clamp(up, -limit, limit);
-// out = g * sigmoid(alpha * g) * (u + 1). Same layout rules as swiglu.
+// out = g * sigmoid(alpha * g) * (u + 1). Same layout rules as swiglu. With bias.ids, gate and up
+// first get their indexed bias rows added (exactly the values add_bias_indexed would store).
 cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
-                       float alpha, float limit, cudaStream_t stream, int64_t in_stride = 0);
+                       float alpha, float limit, cudaStream_t stream, int64_t in_stride = 0,
+                       IndexedBias bias = {});
 
 // y[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). y may alias x.
 cudaError_t gelu_tanh(const float *x, float *y, int64_t n, cudaStream_t stream);
@@ -182,15 +190,19 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
 
 // Per row: pick the k largest logits (ties: lower index), write their ids in descending order,
 // and weights = softmax over those k logits. ids/weights are [n_rows][k]. k <= 32, n_cols <= 1024.
+// bias (optional, [n_cols]) is added to every row first, as add_bias would; logits stay unchanged.
 cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int64_t n_rows, int64_t n_cols,
-                         int32_t k, cudaStream_t stream);
+                         int32_t k, cudaStream_t stream, const float *bias = nullptr);
 
 // y[r][c] += b[ids[r]][c]: a per-row choice among bias rows (expert biases); b is [n_b][n_cols].
 cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,
                              cudaStream_t stream);
 
-// out[t][c] (+)= sum_k w[t][k] * y[t][k][c]; accumulate adds to out, else overwrites it.
+// out[t][c] (+)= sum_k w[t][k] * y[t][k][c]; accumulate adds to out, else overwrites it. With bias
+// (and ids, [n_tokens][k]), y[t][k] is read as y[t][k] + bias[ids[t][k]], as add_bias_indexed
+// would have stored it.
 cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
-                               int64_t n_cols, bool accumulate, cudaStream_t stream);
+                               int64_t n_cols, bool accumulate, cudaStream_t stream,
+                               const float *bias = nullptr, const int32_t *ids = nullptr);
 
 } // namespace wo::kernels
