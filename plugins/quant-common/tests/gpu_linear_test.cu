@@ -146,6 +146,22 @@ protected:
     return w;
   }
 
+  // linear_id over n tokens (x: [n][x_slots][cols] floats, ids: [n][slots]) -> y [n][slots][rows].
+  std::vector<float> linear_id_host(const wo_tensor &t, const std::vector<float> &xf,
+                                    const std::vector<int32_t> &ids, int64_t n, int64_t x_slots,
+                                    int64_t slots, int64_t rows) {
+    DeviceArray<float> x(xf.size()), y(n * slots * rows);
+    DeviceArray<int32_t> dids(ids.size());
+    x.upload(xf.data(), xf.size());
+    dids.upload(ids.data(), ids.size());
+    EXPECT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n,
+                           dids.get(), slots),
+              WO_OK)
+        << q->last_error();
+    dev->sync();
+    return y.download(n * slots * rows);
+  }
+
   std::unique_ptr<LoadedCodec> plugin;
   const wo_quant_v1 *q = nullptr;
   std::unique_ptr<DeviceTestHost> dev;
@@ -314,16 +330,10 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
         const int64_t bad = grouped ? static_cast<int64_t>(rng() % ids.size()) : -1;
         if (bad >= 0) ids[bad] = static_cast<int32_t>(experts); // one past the last expert
         const auto xf = normal_floats(static_cast<size_t>(n * x_slots * cols), rng());
-        DeviceArray<float> x(xf.size()), y(n * slots * rows), y1(rows);
-        DeviceArray<int32_t> dids(ids.size());
+        const auto yh = linear_id_host(t, xf, ids, n, x_slots, slots, rows);
+        ASSERT_FALSE(HasFailure());
+        DeviceArray<float> x(xf.size()), y1(rows); // per-expert linear on the same activations
         x.upload(xf.data(), xf.size());
-        dids.upload(ids.data(), ids.size());
-        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n,
-                               dids.get(), slots),
-                  WO_OK)
-            << q->last_error();
-        dev->sync();
-        const auto yh = y.download(n * slots * rows);
         for (int64_t tk = 0; tk < n * slots; ++tk) {
           if (tk == bad) {
             for (int64_t r = 0; r < rows; ++r)
@@ -384,16 +394,8 @@ TEST_F(GpuCodec, GroupedLinearIdAtSmallShapes) {
         for (auto &e : ids)
           e = static_cast<int32_t>(rng() % experts);
         const auto xf = normal_floats(static_cast<size_t>(n * x_slots * cols), rng());
-        DeviceArray<float> x(xf.size()), y(n * slots * rows);
-        DeviceArray<int32_t> dids(ids.size());
-        x.upload(xf.data(), xf.size());
-        dids.upload(ids.data(), ids.size());
-        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, n,
-                               dids.get(), slots),
-                  WO_OK)
-            << q->last_error();
-        dev->sync();
-        const auto yh = y.download(n * slots * rows);
+        const auto yh = linear_id_host(t, xf, ids, n, x_slots, slots, rows);
+        ASSERT_FALSE(HasFailure());
         double worst = 0;
         for (int64_t tk = 0; tk < n * slots; ++tk) {
           const int64_t tok = tk / slots, k = tk % slots, e = ids[tk];
