@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the device machine from the repo root (after gpu_suite.sh staged /tmp/wo): writes the
 # three spec-shaped models with gguf-synth (vocabularies from the fixture models, so text prompts
-# work) into /dev/shm, benchmarks each, then serves the gpt-oss shape over HTTP.
+# work) into /dev/shm, benchmarks each, optionally (PROFILE=1) breaks a decode step down per kernel,
+# then (SERVE_OSS=1) serves the gpt-oss shape over HTTP.
 set -uo pipefail
 D=$PWD/.device-run
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
@@ -23,6 +24,15 @@ for p in $PRESETS; do
   echo "=== bench $p"
   "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins ${BENCH_ARGS:-} 2>&1 | grep -v '^{"ts"' | tee $OUT/bench-$p.txt
 done
+# PROFILE=1: per-kernel time of two decode steps at depth 0 for each shape (Nsight Compute; ~40 s each).
+if [ -n "${PROFILE:-}" ]; then
+  for p in $PRESETS; do
+    echo "=== per-kernel decode step $p"
+    ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+      "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths 0 --profile-steps 2 >$OUT/ncu-$p.csv 2>/dev/null
+    python3 "$D"/kernel_breakdown.py $OUT/ncu-$p.csv 2 --by-grid | head -25 | tee $OUT/kernels-$p.txt
+  done
+fi
 [ -n "${SERVE_OSS:-}" ] || exit 0
 echo "=== serve gpt-oss-20b shape"
 "$D"/bin/worker-orcd --worker-id 3f2504e0-4f89-41d3-9a0c-0305e82c3301 --model $M/gpt-oss-20b-mxfp4.gguf \
