@@ -18,7 +18,7 @@ constexpr int64_t kGemvMaxTokens = 16;
 // Most bytes of FP16 weight scratch one GEMM chunk may use.
 constexpr uint64_t kGemmScratchBytes = 64ull << 20;
 // linear_id above kGemvMaxTokens tokens groups problems by expert and runs the grouped GEMM
-// (grouped_gemm.cuh): tiles of 64 or 128 weight rows x this many problems of one expert.
+// (grouped_gemm.cuh): tiles of 128 weight rows x this many problems of one expert.
 constexpr int kGroupTileProblems = 64;
 // The grouping kernel counts problems per expert in shared memory: at most this many experts.
 constexpr int64_t kGroupMaxExperts = 4096;
