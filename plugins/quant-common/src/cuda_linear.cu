@@ -2,6 +2,7 @@
 // error reporting. Type-specific work happens in the TypeOps launchers (linear_kernels.cuh).
 #include "quant_common/cpu_codec.hpp"
 #include "quant_common/cuda_ops.hpp"
+#include "quant_common/linear_kernels.cuh"
 
 #include <worker/ggml_types.hpp>
 #include <worker/sdk.hpp>
@@ -85,33 +86,15 @@ bool vector_path(const TypeOps &ops, int64_t cols) { return cols % ops.block_ele
 
 int tokens_per_pass(int64_t n) { return n <= 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8; }
 
-__device__ void store_nan(const GemvParams &p, int64_t i) {
-  if (p.y_f16)
-    static_cast<__half *>(p.y)[i] = __float2half_rn(__int_as_float(0x7fc00000));
-  else
-    static_cast<float *>(p.y)[i] = __int_as_float(0x7fc00000);
-}
-
 // x16[j] = FP16 of the activation row of problem pairs[j] (one CTA per listed pair).
 __global__ void gather_x16_kernel(GemvParams p, const int32_t *pairs, const int32_t *counters, __half *x16) {
   const int64_t j = blockIdx.x;
   if (j >= counters[1]) return;
-  const int64_t prob = pairs[j], t = prob / p.n_slots, k = prob % p.n_slots;
-  const int64_t src = (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+  const int64_t src = dev::problem_x_off(p, pairs[j]);
   for (int64_t c = static_cast<int64_t>(threadIdx.x) * 4; c < p.cols;
        c += static_cast<int64_t>(blockDim.x) * 4) {
-    float4 v;
-    if (p.x_f16) {
-      const uint2 u = *reinterpret_cast<const uint2 *>(static_cast<const __half *>(p.x) + src + c);
-      *reinterpret_cast<uint2 *>(x16 + j * p.cols + c) = u;
-      continue;
-    }
-    v = *reinterpret_cast<const float4 *>(static_cast<const float *>(p.x) + src + c);
-    const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<const uint32_t *>(&a);
-    u.y = *reinterpret_cast<const uint32_t *>(&b);
-    *reinterpret_cast<uint2 *>(x16 + j * p.cols + c) = u;
+    const float4 v = dev::load_x4(p.x, src + c, p.x_f16); // FP16 input: an exact round trip
+    dev::store_half4(x16 + j * p.cols + c, v.x, v.y, v.z, v.w);
   }
 }
 
@@ -165,7 +148,7 @@ __global__ void group_by_expert_kernel(GemvParams p, int32_t *pairs, int32_t *ti
       pairs[atomicAdd(&cursor[e], 1)] = static_cast<int32_t>(i);
     } else {
       for (int64_t r = 0; r < p.rows; ++r)
-        store_nan(p, i * p.rows + r);
+        dev::store_y(p.y, i * p.rows + r, __int_as_float(0x7fc00000), p.y_f16);
     }
   }
 }

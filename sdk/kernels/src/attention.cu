@@ -7,8 +7,6 @@
 // writes its partial state to the workspace and a second kernel merges the splits.
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 #include <algorithm>
@@ -248,17 +246,11 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   k.ws = p.workspace;
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
                   static_cast<unsigned>(k.n_splits));
-  if (const cudaError_t e =
-          wo::pdl::launch(attention_kernel, grid, kWarps * 32, 0, stream, q, k_cache, v_cache, out, k);
-      e != cudaSuccess)
-    return e;
-  if (k.n_splits > 1) {
-    const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
-    if (const cudaError_t e = wo::pdl::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
-        e != cudaSuccess)
-      return e;
-  }
-  return detail::launched();
+  const cudaError_t e =
+      detail::launch(attention_kernel, grid, kWarps * 32, 0, stream, q, k_cache, v_cache, out, k);
+  if (e != cudaSuccess || k.n_splits == 1) return e;
+  const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
+  return detail::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
 }
 
 } // namespace wo::kernels

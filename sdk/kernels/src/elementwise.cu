@@ -2,8 +2,6 @@
 // launches with a bounded grid.
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -78,11 +76,7 @@ __global__ void fill_positions_kernel(int32_t *out, int64_t n, int32_t start) {
 cudaError_t fill_positions(int32_t *out, int64_t n, int32_t start, cudaStream_t stream) {
   if (!out || n < 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(fill_positions_kernel, detail::grid_for(n), detail::kBlock, 0,
-                                            stream, out, n, start);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(fill_positions_kernel, detail::grid_for(n), detail::kBlock, 0, stream, out, n, start);
 }
 
 cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, cudaStream_t stream,
@@ -90,32 +84,20 @@ cudaError_t add_bias(float *y, const float *b, int64_t n_rows, int64_t n_cols, c
   if (!y || !b || n_rows < 0 || n_cols <= 0 || (row_stride != 0 && row_stride < n_cols))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(add_bias_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, y, b,
-                          n_rows, n_cols, row_stride ? row_stride : n_cols);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(add_bias_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, y, b,
+                        n_rows, n_cols, row_stride ? row_stride : n_cols);
 }
 
 cudaError_t add(float *y, const float *a, const float *b, int64_t n, cudaStream_t stream) {
   if (!y || !a || !b || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(add_kernel, detail::grid_for(n), detail::kBlock, 0, stream, y, a, b, n);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(add_kernel, detail::grid_for(n), detail::kBlock, 0, stream, y, a, b, n);
 }
 
 cudaError_t scale(const float *x, float *y, float s, int64_t n, cudaStream_t stream) {
   if (!x || !y || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(scale_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, s, n);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(scale_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, s, n);
 }
 
 cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
@@ -123,12 +105,8 @@ cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_row
   if (!gate || !up || !out || n_rows < 0 || n_cols <= 0 || (in_stride != 0 && in_stride < n_cols))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(swiglu_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, gate,
-                          up, out, n_rows, n_cols, in_stride ? in_stride : n_cols);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(swiglu_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, gate, up,
+                        out, n_rows, n_cols, in_stride ? in_stride : n_cols);
 }
 
 cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n_rows, int64_t n_cols,
@@ -137,22 +115,14 @@ cudaError_t swiglu_oai(const float *gate, const float *up, float *out, int64_t n
       (bias.ids && (!bias.gate || !bias.up)))
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(swiglu_oai_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream,
-                          gate, up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols, bias);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(swiglu_oai_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream, gate,
+                        up, out, n_rows, n_cols, alpha, limit, in_stride ? in_stride : n_cols, bias);
 }
 
 cudaError_t gelu_tanh(const float *x, float *y, int64_t n, cudaStream_t stream) {
   if (!x || !y || n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(gelu_tanh_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, n);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(gelu_tanh_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, y, n);
 }
 
 } // namespace wo::kernels

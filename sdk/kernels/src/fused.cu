@@ -3,8 +3,6 @@
 #include "launch.cuh"
 #include "rope_math.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -83,11 +81,8 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
   if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(add_rms_norm_kernel, static_cast<unsigned>(n_rows),
-                                            detail::kBlock, 0, stream, x, delta, w, y, n_cols, eps);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(add_rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x,
+                        delta, w, y, n_cols, eps);
 }
 
 cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream) {
@@ -103,11 +98,7 @@ cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopePar
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   const int64_t n = n_tokens * (a.n_heads + 2 * a.n_kv_heads) * (a.head_dim / 2);
-  if (const cudaError_t e = wo::pdl::launch(rope_kv_write_kernel, detail::grid_for(n), detail::kBlock, 0,
-                                            stream, c, n_tokens, k);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(rope_kv_write_kernel, detail::grid_for(n), detail::kBlock, 0, stream, c, n_tokens, k);
 }
 
 } // namespace wo::kernels

@@ -1,8 +1,6 @@
 // FP16 KV cache writes: one thread per element of the new K and V rows.
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -31,12 +29,8 @@ cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_
       (src_stride != 0 && src_stride < row))
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(kv_write_kernel, detail::grid_for(n_tokens * row), detail::kBlock, 0, stream, k, v,
-                          k_cache, v_cache, pos0, positions, n_tokens, row, src_stride ? src_stride : row);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(kv_write_kernel, detail::grid_for(n_tokens * row), detail::kBlock, 0, stream, k, v,
+                        k_cache, v_cache, pos0, positions, n_tokens, row, src_stride ? src_stride : row);
 }
 
 } // namespace wo::kernels

@@ -2,9 +2,12 @@
 // the launch status" pattern every public function follows.
 #pragma once
 
+#include <worker/pdl.cuh>
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace wo::kernels::detail {
 
@@ -18,6 +21,15 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
 
 // Launch status without synchronizing (decode steps must stay capturable).
 inline cudaError_t launched() { return cudaGetLastError(); }
+
+// Every kernel here starts with pdl::enter() and is launched through this: a programmatic
+// dependent launch (worker/pdl.cuh), then its failure, or else whatever launched() reports.
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   Args &&...args) {
+  const cudaError_t e = wo::pdl::launch(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  return e != cudaSuccess ? e : launched();
+}
 
 __device__ inline float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1)

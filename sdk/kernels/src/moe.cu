@@ -2,8 +2,6 @@
 // and the weighted combination of the experts' outputs.
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -93,23 +91,16 @@ cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int6
   if (n_rows == 0) return cudaSuccess;
   constexpr int warps_per_block = 4;
   const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
-  if (const cudaError_t e =
-          wo::pdl::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream, logits, bias, ids,
-                          weights, n_rows, static_cast<int32_t>(n_cols), k);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream, logits, bias, ids,
+                        weights, n_rows, static_cast<int32_t>(n_cols), k);
 }
 
 cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,
                              cudaStream_t stream) {
   if (!y || !b || !ids || n_rows < 0 || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(add_bias_indexed_kernel, detail::grid_for(n_rows * n_cols),
-                                            detail::kBlock, 0, stream, y, b, ids, n_rows, n_cols);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(add_bias_indexed_kernel, detail::grid_for(n_rows * n_cols), detail::kBlock, 0, stream,
+                        y, b, ids, n_rows, n_cols);
 }
 
 cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
@@ -118,12 +109,8 @@ cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64
   if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0 || (bias && !ids))
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
-                          stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
+                        stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids);
 }
 
 } // namespace wo::kernels

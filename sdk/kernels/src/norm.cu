@@ -2,8 +2,6 @@
 // accumulation, two passes over the row so y may alias x.
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -49,22 +47,16 @@ cudaError_t rms_norm(const float *x, const float *w, float *y, int64_t n_rows, i
                      cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0,
-                                            stream, x, w, y, n_cols, eps);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x, w, y,
+                        n_cols, eps);
 }
 
 cudaError_t layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n_rows,
                        int64_t n_cols, float eps, cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(layer_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock,
-                                            0, stream, x, w, b, y, n_cols, eps);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(layer_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x, w, b,
+                        y, n_cols, eps);
 }
 
 } // namespace wo::kernels

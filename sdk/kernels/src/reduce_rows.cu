@@ -1,8 +1,6 @@
 // Row reductions: softmax and argmax, one block per row (rows up to a vocabulary, ~200k floats).
 #include "launch.cuh"
 
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
-
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -64,22 +62,15 @@ __global__ void argmax_kernel(const float *x, int32_t *out, int64_t n_cols) {
 cudaError_t softmax_rows(const float *x, float *y, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
   if (!x || !y || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e = wo::pdl::launch(softmax_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0,
-                                            stream, x, y, n_cols);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(softmax_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x, y,
+                        n_cols);
 }
 
 cudaError_t argmax_rows(const float *x, int32_t *out, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
   if (!x || !out || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (const cudaError_t e =
-          wo::pdl::launch(argmax_kernel, static_cast<unsigned>(n_rows), 1024, 0, stream, x, out, n_cols);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(argmax_kernel, static_cast<unsigned>(n_rows), 1024, 0, stream, x, out, n_cols);
 }
 
 } // namespace wo::kernels

@@ -3,7 +3,6 @@
 #include "launch.cuh"
 
 #include "rope_math.cuh"
-#include <worker/pdl.cuh> // every kernel here starts with pdl::enter() and launches through pdl::launch
 
 #include <worker/kernels.hpp>
 
@@ -42,11 +41,8 @@ cudaError_t rope(float *x, int64_t n_tokens, int32_t n_heads, int32_t head_dim, 
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   const int64_t n = n_tokens * n_heads * (k.n_dims / 2);
-  if (const cudaError_t e = wo::pdl::launch(rope_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x,
-                                            n_tokens, positions, k);
-      e != cudaSuccess)
-    return e;
-  return detail::launched();
+  return detail::launch(rope_kernel, detail::grid_for(n), detail::kBlock, 0, stream, x, n_tokens, positions,
+                        k);
 }
 
 } // namespace wo::kernels

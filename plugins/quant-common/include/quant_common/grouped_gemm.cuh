@@ -44,14 +44,6 @@ template <class D, int TM_, int KMIN> struct GroupTile {
   static constexpr size_t kSmem = kOperandBytes > kOutBytes ? kOperandBytes : kOutBytes;
 };
 
-__device__ __forceinline__ void store_half4(__half *dst, float a, float b, float c, float d) {
-  const __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
-  uint2 u;
-  u.x = *reinterpret_cast<const uint32_t *>(&lo);
-  u.y = *reinterpret_cast<const uint32_t *>(&hi);
-  *reinterpret_cast<uint2 *>(dst) = u;
-}
-
 __device__ __forceinline__ void cp_async4(void *smem_dst, const void *src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
                    static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst))),

@@ -48,6 +48,21 @@ __device__ __forceinline__ void store_y(void *y, int64_t i, float v, bool f16) {
     static_cast<float *>(y)[i] = v;
 }
 
+// Four floats as FP16 at dst (8-byte aligned).
+__device__ __forceinline__ void store_half4(__half *dst, float a, float b, float c, float d) {
+  const __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t *>(&lo);
+  u.y = *reinterpret_cast<const uint32_t *>(&hi);
+  *reinterpret_cast<uint2 *>(dst) = u;
+}
+
+// Where linear_id's problem `prob` (token prob / n_slots, slot prob % n_slots) reads x.
+__device__ __forceinline__ int64_t problem_x_off(const GemvParams &p, int64_t prob) {
+  const int64_t t = prob / p.n_slots, k = prob % p.n_slots;
+  return (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
@@ -68,13 +83,12 @@ template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, i
   q.bad_expert = false;
   if (p.ids) {
     if (prob >= p.n_tokens * p.n_slots) return false;
-    const int64_t t = prob / p.n_slots, k = prob % p.n_slots;
     const int32_t e = p.ids[prob];
     if (e < 0 || e >= p.n_expert)
       q.bad_expert = true;
     else
       q.w += static_cast<uint64_t>(e) * p.expert_bytes;
-    q.x_off = (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+    q.x_off = problem_x_off(p, prob);
     q.y_off = prob * p.rows;
     q.ntok = 1;
     return true;
@@ -324,9 +338,6 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
 // (prefetch.global.L2, a hint), so the weight fetch overlaps the staging instead of following it.
 // (b) A warp splits into 32/L lane groups, one row each (shuffle reduction inside the group), so
 // rows with few parts (Q4_K/Q6_K at 1024 columns) keep all kInt8xUnroll slots of every lane busy.
-__device__ __forceinline__ void prefetch_l2(const void *p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
 
 template <class D, int L>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
@@ -349,7 +360,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     if (!q.bad_expert && first + grp < p.rows) {
       const uint8_t *w = q.w + (first + grp) * p.row_bytes;
       for (uint64_t off = static_cast<uint64_t>(sub) * 128; off < p.row_bytes; off += L * 128)
-        prefetch_l2(w + off);
+        wo::pdl::prefetch_l2(w + off);
     }
     __syncthreads(); // the previous problem's readers are done with the stage
     stage_x_int8(p, q.x_off, hi, lo, scale, sum16);
@@ -400,12 +411,7 @@ template <class D> __global__ void dequant_kernel(const DequantParams p) {
     for (int g = 0; g < D::V / 4; ++g) {
       const int64_t o = r * p.cols + blk * D::QK + D::start(part, g);
       if (p.out_f16) {
-        const __half2 a = __floats2half2_rn(v[4 * g], v[4 * g + 1]);
-        const __half2 b = __floats2half2_rn(v[4 * g + 2], v[4 * g + 3]);
-        uint2 u;
-        u.x = *reinterpret_cast<const uint32_t *>(&a);
-        u.y = *reinterpret_cast<const uint32_t *>(&b);
-        *reinterpret_cast<uint2 *>(static_cast<__half *>(p.out) + o) = u;
+        store_half4(static_cast<__half *>(p.out) + o, v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
       } else {
         *reinterpret_cast<float4 *>(static_cast<float *>(p.out) + o) =
             make_float4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
