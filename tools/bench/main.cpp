@@ -260,9 +260,11 @@ int run_engine_bench(const Options &o) {
   const auto vram = b.engine->vram();
   const double bw = measure_copy_bandwidth();
   const double wbytes = weight_bytes_per_token(o.model);
-  // Decode reads weights once per token: floor time = bytes / (bandwidth / 2) since the copy
-  // figure counts both the read and the write.
-  const double floor_tps = (bw / 2.0) / wbytes;
+  // Decode reads weights once per token: floor time = bytes / bandwidth. The copy figure counts
+  // the read and the write, i.e. the bytes HBM moves per second, which a pure read can also reach
+  // (the llama.cpp fractions use the same definition). Sessions up to 2026-11-23 divided
+  // the bandwidth by 2 here and so printed twice the fraction.
+  const double floor_tps = bw / wbytes;
 
   struct Row {
     int n;

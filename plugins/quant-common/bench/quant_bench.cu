@@ -105,11 +105,37 @@ int main(int argc, char **argv) try {
   std::printf("%-6s %14s %10s %10s %10s %9s\n", "type", "rows x cols", "MiB", "us/GEMV", "GB/s", "of copy");
 
   const Case cases[] = {
-      {wo::ggml::Q4_K, 4096, 4096},   {wo::ggml::Q4_K, 151936, 1024}, {wo::ggml::Q6_K, 4096, 4096},
-      {wo::ggml::Q6_K, 151936, 1024}, {wo::ggml::Q8_0, 4096, 4096},   {wo::ggml::Q8_0, 151936, 896},
-      {wo::ggml::Q5_0, 4096, 4096},   {wo::ggml::Q5_0, 151936, 896},  {wo::ggml::MXFP4, 4096, 4096},
-      {wo::ggml::MXFP4, 151936, 896}, {wo::ggml::MXFP4, 2880, 2880},  {wo::ggml::Q4_0, 4096, 4096},
-      {wo::ggml::F16, 4096, 4096},    {wo::ggml::Q5_K, 4096, 4096},
+      {wo::ggml::Q4_K, 4096, 4096},
+      {wo::ggml::Q4_K, 151936, 1024},
+      {wo::ggml::Q6_K, 4096, 4096},
+      {wo::ggml::Q6_K, 151936, 1024},
+      {wo::ggml::Q8_0, 4096, 4096},
+      {wo::ggml::Q8_0, 151936, 896},
+      {wo::ggml::Q5_0, 4096, 4096},
+      {wo::ggml::Q5_0, 151936, 896},
+      {wo::ggml::MXFP4, 4096, 4096},
+      {wo::ggml::MXFP4, 151936, 896},
+      {wo::ggml::MXFP4, 2880, 2880},
+      {wo::ggml::Q4_0, 4096, 4096},
+      {wo::ggml::F16, 4096, 4096},
+      {wo::ggml::Q5_K, 4096, 4096},
+      // The decode projections of the three spec shapes (rows x cols as the models hold them):
+      // Qwen2.5-0.5B q/o, k/v, gate/up, down; Phi-3-mini qkv, o, gate+up, down, LM head;
+      // GPT-OSS-20B q, o, one expert's gate+up, LM head.
+      {wo::ggml::Q5_0, 896, 896},
+      {wo::ggml::Q5_0, 128, 896},
+      {wo::ggml::Q5_0, 4864, 896},
+      {wo::ggml::Q4_K, 896, 4864},
+      {wo::ggml::Q4_K, 9216, 3072},
+      {wo::ggml::Q4_K, 3072, 3072},
+      {wo::ggml::Q4_K, 16384, 3072},
+      {wo::ggml::Q4_K, 3072, 8192},
+      {wo::ggml::Q6_K, 3072, 8192},
+      {wo::ggml::Q6_K, 32064, 3072},
+      {wo::ggml::Q8_0, 4096, 2880},
+      {wo::ggml::Q8_0, 2880, 4096},
+      {wo::ggml::MXFP4, 5760, 2880},
+      {wo::ggml::Q8_0, 201088, 2880},
   };
   for (const Case &c : cases) {
     const wo_quant_v1 *q = c.type == wo::ggml::MXFP4 ? mxfp4 : ggml;

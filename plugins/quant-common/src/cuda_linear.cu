@@ -210,6 +210,14 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
   }
 }
 
+int64_t env_tokens(const char *name, int64_t fallback) {
+  const char *e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  char *end = nullptr;
+  const long long v = std::strtoll(e, &end, 10);
+  return (*end == '\0' && v >= 0) ? static_cast<int64_t>(v) : fallback;
+}
+
 // WORKER_MOE_GROUPED=0: linear_id always takes the per-problem GEMV path (debugging switch).
 bool grouped_enabled() {
   static const bool on = [] {
@@ -255,6 +263,16 @@ void grouped_path(const TypeOps &ops, const wo_host *host, const GemvParams &p, 
 
 } // namespace
 
+int64_t gemv_max_tokens() {
+  static const int64_t v = env_tokens("WORKER_GEMV_MAX_TOKENS", kGemvMaxTokens);
+  return v;
+}
+
+int64_t grouped_min_tokens() {
+  static const int64_t v = env_tokens("WORKER_GROUPED_MIN_TOKENS", kGroupedMinTokens);
+  return v;
+}
+
 void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
                 void *y, wo_dtype y_type, int64_t n_tokens) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear: host is NULL");
@@ -286,7 +304,7 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
                1};
   if (!vec) {
     ops.gemv_scalar(p, host->cuda_stream);
-  } else if (n_tokens <= kGemvMaxTokens) {
+  } else if (n_tokens <= gemv_max_tokens()) {
     ops.gemv(p, tokens_per_pass(n_tokens), host->cuda_stream);
   } else {
     gemm_path(ops, host, w, sh, x, x_type, y, y_type, n_tokens, what());
@@ -363,7 +381,7 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
                x_slots,
                n_expert};
   // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
-  if (n_tokens > kGemvMaxTokens && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
+  if (n_tokens >= grouped_min_tokens() && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
       max_group_tiles(n_tokens * n_slots, n_expert) <= 65535) {
     grouped_path(ops, host, p, what);
     return;

@@ -173,7 +173,7 @@ struct ShapeCase {
   int64_t rows, cols;
 };
 const ShapeCase kShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2880, 2880}, {4096, 4096}};
-const int64_t kTokens[] = {1, 7, 64, 512};
+const int64_t kTokens[] = {1, 3, 7, 64, 512}; // 3: the multi-token GEMV; 7 and up: cuBLAS
 constexpr double kLinearTol = 2e-3;
 
 TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
@@ -318,11 +318,11 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
         all[r] = e * rows + r;
       expert_w.push_back(dequant_rows(type, raw, all, cols));
     }
-    // n = 1, 5: the GEMV path, identical to per-expert linear. n = 40 (> kGemvMaxTokens): problems
+    // n = 1, 5: the GEMV path, identical to per-expert linear. n = 40 (>= kGroupedMinTokens): problems
     // grouped by expert into FP16 tensor-core tiles, so only the FP64 tolerance applies; one id is
     // out of range there and its slot must come back NaN while every other slot stays right.
     for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{40}}) {
-      const bool grouped = n > wo::quant::kGemvMaxTokens;
+      const bool grouped = n >= wo::quant::kGroupedMinTokens;
       for (int64_t x_slots : {int64_t{1}, slots}) {
         std::vector<int32_t> ids(n * slots);
         for (auto &e : ids)
@@ -368,7 +368,7 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
   }
 }
 
-// The grouped linear_id path (> kGemvMaxTokens tokens) at MoE-prefill shapes of the tiny fixture
+// The grouped linear_id path (>= kGroupedMinTokens tokens) at MoE-prefill shapes of the tiny fixture
 // models: rows and columns shorter than one tile (tails on both axes), ~85 problems per expert (two
 // tiles each). The rounding is FP16's (activations, and weights not exact in FP16): measured worst
 // slot 1.0e-3 for MXFP4 rows of 64 columns, under kLinearTol; a tiling or tail bug shows as errors

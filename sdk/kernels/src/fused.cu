@@ -81,6 +81,9 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
   if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
+  if (detail::norm_vec_ok(x, delta, w, y, n_cols))
+    return detail::launch(detail::rms_norm_vec_kernel<true>, static_cast<unsigned>(n_rows), detail::kBlock, 0,
+                          stream, x, delta, w, y, n_cols, eps);
   return detail::launch(add_rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x,
                         delta, w, y, n_cols, eps);
 }

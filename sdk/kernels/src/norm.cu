@@ -47,6 +47,10 @@ cudaError_t rms_norm(const float *x, const float *w, float *y, int64_t n_rows, i
                      cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
+  if (detail::norm_vec_ok(x, x, w, y, n_cols))
+    return detail::launch(detail::rms_norm_vec_kernel<false>, static_cast<unsigned>(n_rows), detail::kBlock,
+                          0, stream, const_cast<float *>(x), static_cast<const float *>(nullptr), w, y,
+                          n_cols, eps);
   return detail::launch(rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x, w, y,
                         n_cols, eps);
 }

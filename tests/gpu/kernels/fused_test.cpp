@@ -11,7 +11,7 @@ TEST(FusedKernels, AddRmsNormUpdatesResidualAndNorms) {
   WO_REQUIRE_DEVICE();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
-  for (int64_t cols : {64, 896, 3072}) {
+  for (int64_t cols : {64, 896, 3072, 1001, 6144}) { // the last two: the looping kernel
     const int64_t rows = 5;
     auto x = randn(rows * cols, rng), d = randn(rows * cols, rng), w = randn(cols, rng, 0.2f, 1.0f);
     DeviceBuffer<float> dx(x), dd(d), dw(w), dy(rows * cols);

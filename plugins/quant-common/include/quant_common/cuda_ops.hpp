@@ -12,13 +12,24 @@
 
 namespace wo::quant {
 
-// Up to this many tokens, linear runs quantized GEMV kernels (weights read once per 8 tokens);
-// above it, rows are dequantized to an FP16 scratch in chunks and multiplied with cuBLAS.
-constexpr int64_t kGemvMaxTokens = 16;
+// Up to this many tokens, linear runs quantized GEMV kernels (weights read once per 2 or 4
+// tokens); above it, rows are dequantized to an FP16 scratch in chunks and multiplied with cuBLAS.
+// Measured on the H100 (tools/device/gemv_sweep.sh TTFT=1): the multi-token GEMV is instruction
+// bound, so at 8 tokens Phi-3's K-quant prefill took 15.6 ms with it against 9.8 ms with cuBLAS
+// (16 tokens: 25.2 vs 9.9 ms); at 2-4 tokens it still wins (5.8 vs 9.6 ms).
+constexpr int64_t kGemvMaxTokens = 4;
+// From this many tokens linear_id groups problems by expert and runs the grouped GEMM
+// (grouped_gemm.cuh); below, one GEMV per (token, slot). GPT-OSS-20B on the H100: per-problem GEMVs
+// win at 8 tokens (16.2 vs 20.6 ms), the grouped GEMM at 16 (25.5 vs 28.7 ms).
+constexpr int64_t kGroupedMinTokens = 12;
+// Tuning switches (read once): WORKER_GEMV_MAX_TOKENS moves linear's GEMV/GEMM crossover,
+// WORKER_GROUPED_MIN_TOKENS the token count from which linear_id runs the grouped GEMM. Both
+// default to the constants here; they exist to measure crossovers on a device, not for users.
+int64_t gemv_max_tokens();
+int64_t grouped_min_tokens();
 // Most bytes of FP16 weight scratch one GEMM chunk may use.
 constexpr uint64_t kGemmScratchBytes = 64ull << 20;
-// linear_id above kGemvMaxTokens tokens groups problems by expert and runs the grouped GEMM
-// (grouped_gemm.cuh): tiles of 128 weight rows x this many problems of one expert.
+// The grouped GEMM's tiles: 128 weight rows x this many problems of one expert.
 constexpr int kGroupTileProblems = 64;
 // The grouping kernel counts problems per expert in shared memory: at most this many experts.
 constexpr int64_t kGroupMaxExperts = 4096;

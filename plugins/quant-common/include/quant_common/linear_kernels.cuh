@@ -354,10 +354,14 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32) * G;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kInt8xWarps * G;
   const int64_t n_parts = p.cols / D::QK * X::PARTS;
+  if (!p.ids && first + grp < p.rows) // plain linear: the weights are known before the wait
+    for (uint64_t off = static_cast<uint64_t>(sub) * 128; off < p.row_bytes; off += L * 128)
+      wo::pdl::prefetch_l2(p.w + (first + grp) * p.row_bytes + off);
+  wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
-    if (!q.bad_expert && first + grp < p.rows) {
+    if (p.ids && !q.bad_expert && first + grp < p.rows) {
       const uint8_t *w = q.w + (first + grp) * p.row_bytes;
       for (uint64_t off = static_cast<uint64_t>(sub) * 128; off < p.row_bytes; off += L * 128)
         wo::pdl::prefetch_l2(w + off);
@@ -479,6 +483,16 @@ inline int device_sm_count() {
   return n;
 }
 
+// CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
+// once) says otherwise; a tuning switch for measuring on a device.
+inline int int8x_ctas_per_sm() {
+  static const int v = [] {
+    const char *e = std::getenv("WORKER_INT8X_CTAS_PER_SM");
+    return e && e[0] >= '1' && e[0] <= '8' && e[1] == '\0' ? e[0] - '0' : kInt8xCtasPerSm;
+  }();
+  return v;
+}
+
 // False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
 // shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
 template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
@@ -494,19 +508,17 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
                                                              : 8;
     const int64_t rows_per_cta = kInt8xWarps * (32 / lanes);
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>((p.rows + rows_per_cta - 1) / rows_per_cta,
-                                                            kInt8xCtasPerSm * device_sm_count())),
+                                                            int8x_ctas_per_sm() * device_sm_count())),
                     grid_y(problems));
     const size_t smem = int8x_smem_bytes(p.cols);
-    if (lanes == 32)
-      gemv_int8x_groups_kernel<D, 32><<<grid, kInt8xWarps * 32, smem, s>>>(p);
-    else if (lanes == 16)
-      gemv_int8x_groups_kernel<D, 16><<<grid, kInt8xWarps * 32, smem, s>>>(p);
-    else
-      gemv_int8x_groups_kernel<D, 8><<<grid, kInt8xWarps * 32, smem, s>>>(p);
+    const auto kernel = lanes == 32   ? gemv_int8x_groups_kernel<D, 32>
+                        : lanes == 16 ? gemv_int8x_groups_kernel<D, 16>
+                                      : gemv_int8x_groups_kernel<D, 8>;
+    (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, smem, s, p);
     return true;
   }
   const int64_t row_ctas = (p.rows + kInt8xWarps - 1) / kInt8xWarps;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, kInt8xCtasPerSm * device_sm_count())),
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
                   grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
   (void)wo::pdl::launch(gemv_int8x_kernel<D>, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p);
