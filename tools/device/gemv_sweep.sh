@@ -17,6 +17,14 @@ for v in $(for c in $CONFIGS; do echo "${c%%:*}"; done | sort -u); do
     echo "=== variant $v $t: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/$t-v$v.txt" | tr '\n' ' ')"
   done
 done
+# REF=1: the model reference harness under each variant too (needs the fixtures gpu_suite.sh staged).
+if [ -n "${REF:-}" ]; then
+  for v in $(for c in $CONFIGS; do echo "${c%%:*}"; done | sort -u); do
+    WORKER_MODELS_DIR=/tmp/wo/models WORKER_REFERENCE_DIR=/tmp/wo/reference WORKER_QUANT_GEMV=$v \
+      "$D"/bin/model_reference_test --gtest_brief=1 >"$OUT/model_reference-v$v.txt" 2>&1
+    echo "=== variant $v model_reference_test: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/model_reference-v$v.txt" | tr '\n' ' ')"
+  done
+fi
 for c in $CONFIGS; do
   v=${c%%:*} n=${c##*:}
   WORKER_QUANT_GEMV=$v WORKER_INT8X_CTAS_PER_SM=$n "$D"/bin/quant_bench 2>&1 | grep -v '^{"ts"' >"$OUT/quant_bench-v$v-c$n.txt"

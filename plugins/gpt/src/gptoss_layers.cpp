@@ -58,26 +58,41 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     // ---- attention
     cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
     ops.linear(w.attn_q, b.h, b.q, m);
-    cuda_ok(kernels::add_bias(b.q, f32_data(w.attn_q_b), m, Q, s), "attn_q bias", il);
     ops.linear(w.attn_k, b.h, b.k, m);
-    cuda_ok(kernels::add_bias(b.k, f32_data(w.attn_k_b), m, KV, s), "attn_k bias", il);
     ops.linear(w.attn_v, b.h, b.v, m);
-    cuda_ok(kernels::add_bias(b.v, f32_data(w.attn_v_b), m, KV, s), "attn_v bias", il);
-    cuda_ok(kernels::rope(b.q, m, H, hd, b.positions, rp, s), "rope q", il);
-    cuda_ok(kernels::rope(b.k, m, Hkv, hd, b.positions, rp, s), "rope k", il);
-    cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s, 0,
-                              b.positions),
-            "kv_write", il);
+    if (inst.fused) { // biases, RoPE and the cache write in one pass: the same float ops, 5 launches fewer
+      kernels::QkvRopeCache a;
+      a.q = b.q, a.k = b.k, a.v = b.v;
+      a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
+      a.k_cache = k_cache(inst, il), a.v_cache = v_cache(inst, il);
+      a.positions = b.positions;
+      a.n_heads = H, a.n_kv_heads = Hkv, a.head_dim = hd;
+      cuda_ok(kernels::rope_kv_write(a, m, rp, s), "q/k/v bias + rope + kv write", il);
+    } else {
+      cuda_ok(kernels::add_bias(b.q, f32_data(w.attn_q_b), m, Q, s), "attn_q bias", il);
+      cuda_ok(kernels::add_bias(b.k, f32_data(w.attn_k_b), m, KV, s), "attn_k bias", il);
+      cuda_ok(kernels::add_bias(b.v, f32_data(w.attn_v_b), m, KV, s), "attn_v bias", il);
+      cuda_ok(kernels::rope(b.q, m, H, hd, b.positions, rp, s), "rope q", il);
+      cuda_ok(kernels::rope(b.k, m, Hkv, hd, b.positions, rp, s), "rope k", il);
+      cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s, 0,
+                                b.positions),
+              "kv_write", il);
+    }
     ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
     ap.sinks = f32_data(w.attn_sinks);
     cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     ops.linear(w.attn_output, b.attn, b.proj, m);
     cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
-    cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
+    if (inst.fused) { // x += proj; h = rmsnorm(x) * w in one kernel
+      cuda_ok(kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+              "attention residual + post_attention_norm", il);
+    } else {
+      cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
+      cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+              "post_attention_norm", il);
+    }
 
     // ---- mixture of experts
-    cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
-            "post_attention_norm", il);
     ops.linear(w.ffn_gate_inp, b.h, b.router, m);
     const bool tracing = routing_trace_enabled(inst);
     if (tracing) { // debug: the pre-bias top-k, in the buffers the real selection overwrites next
