@@ -49,10 +49,13 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t n_kv = k.positions ? k.positions[gridDim.x - 1] + 1 : k.n_kv;
   int64_t hi = k.causal ? min(p + 1, n_kv) : n_kv;
   int64_t lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
-  if (k.n_splits > 1) {
-    const int64_t chunk = (hi - lo + k.n_splits - 1) / k.n_splits;
+  if (k.n_splits > 1) { // the partition depends on the real keys only (see choose_splits)
+    const int64_t len = max(hi - lo, static_cast<int64_t>(0));
+    const int64_t used = min(static_cast<int64_t>(k.n_splits),
+                             max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
+    const int64_t chunk = (len + used - 1) / used;
     lo = lo + split * chunk;
-    hi = min(hi, lo + chunk);
+    hi = min(hi, lo + chunk); // splits past `used` are empty
   }
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
@@ -200,13 +203,17 @@ __global__ void attention_merge_kernel(float *out, AttnConsts k) {
   }
 }
 
-// Splits that fill the GPU for this call, limited by the keys and the workspace given.
+// Splits that fill the GPU for this call, limited by the workspace given. Deliberately not by
+// n_kv: in graph mode n_kv is only the capture's bound, and a split count that followed it would
+// make the same decode step round differently when replayed from another bucket, or in a process
+// with another context size (greedy outputs then part at near-ties). The kernel instead uses
+// ceil(keys / kMinKeysPerSplit) of the launched splits, from the real key count; the rest are
+// empty blocks that return at once.
 int32_t choose_splits(const AttentionParams &p) {
   if (!p.workspace || p.n_tokens > kMaxSplitTokens) return 1;
   const int64_t blocks = p.n_tokens * p.n_heads;
   int64_t s = (kTargetBlocks + blocks - 1) / blocks;
-  const int64_t span = p.window > 0 ? std::min(p.window, p.n_kv) : p.n_kv;
-  s = std::min<int64_t>({s, kMaxSplits, (span + kMinKeysPerSplit - 1) / kMinKeysPerSplit});
+  s = std::min<int64_t>(s, kMaxSplits);
   const int64_t per_split = blocks * (2 + p.head_dim);
   s = std::min<int64_t>(s, p.workspace_floats / per_split);
   return static_cast<int32_t>(std::max<int64_t>(s, 1));
