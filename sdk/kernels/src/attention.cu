@@ -55,7 +55,14 @@ __global__ void __launch_bounds__(kWarps * 32)
                              max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
     const int64_t chunk = (len + used - 1) / used;
     lo = lo + split * chunk;
-    hi = min(hi, lo + chunk); // splits past `used` are empty
+    hi = min(hi, lo + chunk);
+    if (lo >= hi) { // an empty split (past `used`): the merge skips states with l == 0
+      if (threadIdx.x == 0) {
+        float *ws = k.ws + ((t * k.n_heads + h) * k.n_splits + split) * (2 + hd);
+        ws[0] = -INFINITY, ws[1] = 0.0f;
+      }
+      return;
+    }
   }
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
