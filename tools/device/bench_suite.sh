@@ -28,7 +28,7 @@ done
 if [ -n "${PROFILE:-}" ]; then
   for p in $PRESETS; do
     echo "=== per-kernel decode step $p"
-    ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+    ncu --clock-control none --cache-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
       "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths 0 --profile-steps 2 >$OUT/ncu-$p.csv 2>/dev/null
     python3 "$D"/kernel_breakdown.py $OUT/ncu-$p.csv 2 --by-grid | head -25 | tee $OUT/kernels-$p.txt
   done
