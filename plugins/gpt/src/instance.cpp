@@ -2,17 +2,10 @@
 
 namespace wo::gpt {
 
-namespace {
-int64_t batch_of(const wo_arch_config *cfg) {
-  if (cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0) return cfg->n_batch;
-  return kDefaultBatch;
-}
-} // namespace
-
 Instance::Instance(const wo_host *h, const wo_arch_config *cfg)
-    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)), n_batch(batch_of(cfg)),
-      fused(!(cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, flags) &&
-              (cfg->flags & WO_ARCH_UNFUSED))) {}
+    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)),
+      n_batch(read_arch_config(cfg, kDefaultBatch).n_batch),
+      fused(!(read_arch_config(cfg, kDefaultBatch).flags & WO_ARCH_UNFUSED)) {}
 
 void session_begin(Instance &inst, int64_t n_ctx) {
   if (n_ctx <= 0)

@@ -30,9 +30,7 @@ wo_status gpt_plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan 
   return wo::guard(wo::thread_error(), [&] {
     if (!host || !out) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "plan: host and out must not be NULL");
     const wo::gpt::Hparams hp = wo::gpt::read_hparams(wo::HostView(host));
-    const int64_t n_batch = cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0
-                                ? cfg->n_batch
-                                : wo::gpt::kDefaultBatch;
+    const int64_t n_batch = wo::read_arch_config(cfg, wo::gpt::kDefaultBatch).n_batch;
     wo_arch_plan p{};
     p.struct_size = sizeof(wo_arch_plan);
     p.n_vocab = hp.n_vocab;
@@ -41,10 +39,7 @@ wo_status gpt_plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan 
     p.n_layer = hp.n_layer;
     p.kv_bytes_per_token = wo::gpt::kv_bytes_per_token(hp);
     p.scratch_bytes = wo::gpt::session_scratch_layout(hp, n_batch).total;
-    // Write only the fields the caller's struct knows (it may be older than ours).
-    const size_t n = out->struct_size == 0 || out->struct_size > sizeof(p) ? sizeof(p) : out->struct_size;
-    p.struct_size = static_cast<uint32_t>(n);
-    std::memcpy(out, &p, n);
+    wo::write_sized(out, p); // the caller's struct may be older than ours
   });
 }
 

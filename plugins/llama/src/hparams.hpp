@@ -9,6 +9,9 @@
 
 namespace wo::llama {
 
+// Tokens per forward chunk when the host's wo_arch_config does not say (n_batch <= 0 or absent).
+constexpr int64_t kDefaultBatch = 512;
+
 struct RopeConfig {
   Rope mode = Rope::Norm;
   int32_t n_dims = 0; // rotated dims per head

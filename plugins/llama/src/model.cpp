@@ -49,7 +49,7 @@ struct Carver {
 
 Model::Model(const wo_host *host, const wo_arch_config &cfg)
     : host_(host), hp_(read_hparams(host_)), w_(bind_weights(host_, hp_, /*require_device=*/true)),
-      n_batch_(cfg.n_batch > 0 ? cfg.n_batch : 512), flags_(cfg.flags), stream_(host->cuda_stream) {
+      n_batch_(cfg.n_batch > 0 ? cfg.n_batch : kDefaultBatch), flags_(cfg.flags), stream_(host->cuda_stream) {
   if (!host->linear || !host->gather_rows || !host->vram_alloc || !host->vram_free)
     throw Error(WO_ERR_NO_DEVICE, "llama plugin: the host offers no device services (linear, gather_rows, "
                                   "vram_alloc); expected a GPU host");

@@ -33,9 +33,7 @@ wo_status plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan *out
     const HostView h(host);
     const HParams hp = read_hparams(h);
     bind_weights(h, hp, /*require_device=*/false); // shapes checked before the host allocates anything
-    const int64_t n_batch = cfg && WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0
-                                ? cfg->n_batch
-                                : 512;
+    const int64_t n_batch = read_arch_config(cfg, kDefaultBatch).n_batch;
     wo_arch_plan p{};
     p.struct_size = sizeof(wo_arch_plan);
     p.n_vocab = hp.n_vocab;
@@ -48,10 +46,7 @@ wo_status plan(const wo_host *host, const wo_arch_config *cfg, wo_arch_plan *out
 #else
     p.scratch_bytes = scratch_bytes(hp, n_batch);
 #endif
-    // Write only what the host's struct holds (an older host may know fewer fields).
-    const size_t n = out->struct_size ? std::min<size_t>(out->struct_size, sizeof p) : sizeof p;
-    p.struct_size = static_cast<uint32_t>(n);
-    std::memcpy(out, &p, n);
+    write_sized(out, p); // an older host may know fewer fields
   });
 }
 
@@ -60,14 +55,7 @@ wo_status create(const wo_host *host, const wo_arch_config *cfg, wo_arch_instanc
     if (!host || !out) throw Error(WO_ERR_INVALID_ARGUMENT, "create: host and out must not be NULL");
     *out = nullptr;
 #ifdef WORKER_WITH_CUDA
-    wo_arch_config c{};
-    c.struct_size = sizeof c;
-    if (cfg) {
-      if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_ctx)) c.n_ctx = cfg->n_ctx;
-      if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch)) c.n_batch = cfg->n_batch;
-      if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, flags)) c.flags = cfg->flags;
-    }
-    *out = new Model(host, c);
+    *out = new Model(host, read_arch_config(cfg, kDefaultBatch));
 #else
     (void)cfg;
     throw Error(WO_ERR_NO_DEVICE, "llama plugin: built without CUDA (WORKER_WITH_CUDA=OFF), so no device: it "

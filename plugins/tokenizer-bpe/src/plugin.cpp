@@ -112,12 +112,7 @@ wo_status token_bytes(const wo_tokenizer_instance *inst, int32_t id, wo_str *out
 
 wo_status special_ids(const wo_tokenizer_instance *inst, wo_special_ids *out) {
   if (!inst || !out) return WO_ERR_INVALID_ARGUMENT;
-  wo_special_ids s = inst->tok->special_ids();
-  // Write only the fields the caller's struct has.
-  const size_t n = std::min<size_t>(out->struct_size ? out->struct_size : sizeof(wo_special_ids), sizeof s);
-  const uint32_t caller_size = out->struct_size;
-  std::memcpy(out, &s, n);
-  out->struct_size = caller_size ? caller_size : static_cast<uint32_t>(sizeof s);
+  wo::write_sized(out, inst->tok->special_ids()); // only the fields the caller's struct has
   return WO_OK;
 }
 

@@ -37,7 +37,7 @@ inline const char *status_name(wo_status s) {
 }
 
 inline const char *value_type_name(wo_value_type t) {
-  static const char *names[] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+  static const char *names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                 "bool", "string", "array", "u64", "i64", "f64"};
   return (t >= 0 && t <= 12) ? names[t] : "unknown";
 }
@@ -126,8 +126,8 @@ public:
     wo_value v = require(key);
     if (!is_integer(v.type)) throw mismatch(key, "integer", v.type);
     if (!v.is_negative && v.u64 > static_cast<uint64_t>(INT64_MAX))
-      throw Error(WO_ERR_INVALID_ARGUMENT, "metadata key '" + key + "': value " +
-                                               std::to_string(v.u64) + " exceeds int64");
+      throw Error(WO_ERR_INVALID_ARGUMENT,
+                  "metadata key '" + key + "': value " + std::to_string(v.u64) + " exceeds int64");
     return v.i64;
   }
   int64_t get_int(const std::string &key, int64_t dflt) const { return has(key) ? get_int(key) : dflt; }
@@ -156,7 +156,8 @@ public:
     out.reserve(v.array_len);
     for (uint64_t i = 0; i < v.array_len; ++i) {
       wo_str s{};
-      check(h_->meta_array_str(h_->ctx, key.c_str(), i, &s), "metadata key '" + key + "'[" + std::to_string(i) + "]");
+      check(h_->meta_array_str(h_->ctx, key.c_str(), i, &s),
+            "metadata key '" + key + "'[" + std::to_string(i) + "]");
       out.emplace_back(s.data, s.len);
     }
     return out;
@@ -169,7 +170,8 @@ public:
       throw mismatch(key, "numeric array", v.type);
     std::vector<T> out(v.array_len);
     const auto *p = static_cast<const unsigned char *>(v.array_data);
-    for (uint64_t i = 0; i < v.array_len; ++i) out[i] = static_cast<T>(read_elem(v.array_type, p, i));
+    for (uint64_t i = 0; i < v.array_len; ++i)
+      out[i] = static_cast<T>(read_elem(v.array_type, p, i));
     return out;
   }
 
@@ -191,8 +193,8 @@ private:
            t == WO_VALUE_BOOL;
   }
   static Error mismatch(const std::string &key, const char *expected, wo_value_type found) {
-    return Error(WO_ERR_TYPE_MISMATCH, "metadata key '" + key + "': expected " + expected + ", found " +
-                                           value_type_name(found));
+    return Error(WO_ERR_TYPE_MISMATCH,
+                 "metadata key '" + key + "': expected " + expected + ", found " + value_type_name(found));
   }
   static double read_elem(wo_value_type t, const unsigned char *p, uint64_t i) {
     auto rd = [&](auto tag) {
@@ -217,6 +219,29 @@ private:
   }
   const wo_host *h_;
 };
+
+// Copies `value` into a caller's struct of the same type that may be older (shorter) or newer
+// (longer) than this build's: only the bytes both know (all of ours when out->struct_size is 0),
+// and out->struct_size then says how many were written, so the caller reads no field we did not set.
+template <class T> void write_sized(T *out, T value) {
+  const size_t n = out->struct_size == 0 || out->struct_size > sizeof(T) ? sizeof(T) : out->struct_size;
+  value.struct_size = static_cast<uint32_t>(n);
+  std::memcpy(out, &value, n);
+}
+
+// The arch config a host passed, read as far as its struct_size reaches (an older host sends a
+// shorter struct, and NULL none): fields it did not send, and an n_batch <= 0, keep the defaults
+// (n_ctx 0, flags 0, n_batch = default_n_batch).
+inline wo_arch_config read_arch_config(const wo_arch_config *cfg, int64_t default_n_batch) {
+  wo_arch_config c{};
+  c.struct_size = sizeof c;
+  c.n_batch = default_n_batch;
+  if (!cfg) return c;
+  if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_ctx)) c.n_ctx = cfg->n_ctx;
+  if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, n_batch) && cfg->n_batch > 0) c.n_batch = cfg->n_batch;
+  if (WO_HAS_FIELD(wo_arch_config, cfg->struct_size, flags)) c.flags = cfg->flags;
+  return c;
+}
 
 // Fill a descriptor's common fields.
 inline wo_plugin make_descriptor(wo_plugin_kind kind, const char *name, const char *version,
