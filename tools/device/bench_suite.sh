@@ -7,6 +7,7 @@ set -uo pipefail
 D=$PWD/.device-run
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" # the device tool returns at most 8 files: everything goes to bench.txt and kernels.txt
 M=/dev/shm/wo
 mkdir -p $M
 # Vocabularies for the synthetic models: the repo's compressed tokenizer assets.
@@ -22,15 +23,16 @@ case " $PRESETS " in *" phi-3-mini-4k-q4_k_m "*) synth phi-3-mini-4k-q4_k_m test
 case " $PRESETS " in *" gpt-oss-20b-mxfp4 "*) synth gpt-oss-20b-mxfp4 $T/tokenizers/gpt-oss-tiny-vocab.gguf;; esac
 for p in $PRESETS; do
   echo "=== bench $p"
-  "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins ${BENCH_ARGS:-} 2>&1 | grep -v '^{"ts"' | tee $OUT/bench-$p.txt
+  "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins ${BENCH_ARGS:-} 2>&1 | grep -v '^{"ts"' | tee -a $OUT/bench.txt
 done
 # PROFILE=1: per-kernel time of two decode steps at depth 0 for each shape (Nsight Compute; ~40 s each).
 if [ -n "${PROFILE:-}" ]; then
   for p in $PRESETS; do
     echo "=== per-kernel decode step $p"
     ncu --clock-control none --cache-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
-      "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths 0 --profile-steps 2 >$OUT/ncu-$p.csv 2>/dev/null
-    python3 "$D"/kernel_breakdown.py $OUT/ncu-$p.csv 2 --by-grid | head -25 | tee $OUT/kernels-$p.txt
+      "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths 0 --profile-steps 2 >/tmp/ncu-$p.csv 2>/dev/null
+    echo "=== $p" >>$OUT/kernels.txt
+    python3 "$D"/kernel_breakdown.py /tmp/ncu-$p.csv 2 --by-grid | head -25 | tee -a $OUT/kernels.txt
   done
 fi
 [ -n "${SERVE_OSS:-}" ] || exit 0
