@@ -131,6 +131,41 @@ wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype 
   });
 }
 
+// One codec launch when every weight routes to the same codec with the same type and the codec
+// takes them (WORKER_LINEAR_MULTI=1 while the fused kernel awaits its device validation);
+// otherwise, or when the codec answers WO_ERR_UNSUPPORTED, one linear call per weight.
+wo_status host_linear_multi(void *ctx, int32_t n, const wo_tensor *const *w, const void *x, wo_dtype x_type,
+                            void *const *y, wo_dtype y_type, int64_t n_tokens) {
+  auto &e = impl(ctx);
+  if (n < 1 || n > WO_LINEAR_MULTI_MAX || !w || !y) {
+    e.last_codec_error = "linear_multi: expected 1.." + std::to_string(WO_LINEAR_MULTI_MAX) +
+                         " weights and non-NULL arrays, found n=" + std::to_string(n);
+    return WO_ERR_INVALID_ARGUMENT;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (!w[i]) {
+      e.last_codec_error = "linear_multi: weight " + std::to_string(i) + " is NULL";
+      return WO_ERR_INVALID_ARGUMENT;
+    }
+  if (e.opts.linear_multi && n > 1) {
+    const QuantRoute *q = nullptr;
+    bool one_type = true;
+    for (int32_t i = 1; i < n; ++i)
+      one_type = one_type && w[i]->ggml_type == w[0]->ggml_type;
+    const wo_status st = codec_call(e, q, [&]() -> wo_status {
+      q = &e.route(w[0], "linear_multi");
+      if (!one_type || !WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_multi) || !q->vt->linear_multi)
+        return WO_ERR_UNSUPPORTED;
+      return q->vt->linear_multi(&e.host, n, w, x, x_type, y, y_type, n_tokens);
+    });
+    if (st != WO_ERR_UNSUPPORTED) return st;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (const wo_status st = host_linear(ctx, w[i], x, x_type, y[i], y_type, n_tokens); st != WO_OK)
+      return st;
+  return WO_OK;
+}
+
 void host_trace(void *ctx, const char *name, const void *data, size_t bytes) {
   auto &e = impl(ctx);
   if (!e.opts.trace || !name) return;
@@ -181,6 +216,7 @@ void Engine::Impl::fill_host() {
   host.linear_id = host_linear_id;
   host.trace_enabled = opts.trace ? 1 : 0;
   host.trace = host_trace;
+  host.linear_multi = host_linear_multi;
 }
 
 } // namespace wo::engine

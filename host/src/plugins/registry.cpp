@@ -83,7 +83,7 @@ const char *vtable_name(wo_plugin_kind kind) {
 size_t vtable_min_size(wo_plugin_kind kind) {
   switch (kind) {
   case WO_PLUGIN_ARCHITECTURE: return offsetof(wo_arch_v1, decode_step); // 1.0's fields; 1.1 appended
-  case WO_PLUGIN_QUANT: return sizeof(wo_quant_v1);
+  case WO_PLUGIN_QUANT: return offsetof(wo_quant_v1, linear_multi); // 1.0's fields; 1.2 appended
   case WO_PLUGIN_TOKENIZER: return sizeof(wo_tokenizer_v1);
   default: return 0;
   }

@@ -29,6 +29,12 @@ public:
     const wo_status s = h_->linear(h_->ctx, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, n);
     if (s != WO_OK) fail_host(s, "linear", w);
   }
+  // y_i[t] = W_i x[t] for the n weights (one launch where the codec can; see wo::linear_multi).
+  void linear_multi(int32_t n, const wo_tensor *const *w, const float *x, float *const *y, int64_t m) const {
+    const wo_status s =
+        wo::linear_multi(h_, n, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y), WO_DTYPE_F32, m);
+    if (s != WO_OK) fail_host(s, "linear_multi", w[0]);
+  }
   // Experts: y[t][k] = W[ids[t][k]] x[t][x_slots == 1 ? 0 : k].
   void linear_id(const wo_tensor *w, const float *x, int64_t x_slots, float *y, int64_t n, const int32_t *ids,
                  int64_t n_slots) const {

@@ -57,9 +57,9 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
     // ---- attention
     cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
-    ops.linear(w.attn_q, b.h, b.q, m);
-    ops.linear(w.attn_k, b.h, b.k, m);
-    ops.linear(w.attn_v, b.h, b.v, m);
+    const wo_tensor *qkv_w[3] = {w.attn_q, w.attn_k, w.attn_v};
+    float *const qkv_y[3] = {b.q, b.k, b.v};
+    ops.linear_multi(3, qkv_w, b.h, qkv_y, m);
     if (inst.fused) { // biases, RoPE and the cache write in one pass: the same float ops, 5 launches fewer
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;

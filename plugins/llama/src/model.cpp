@@ -131,6 +131,17 @@ void Model::linear(const wo_tensor *w, const float *x, float *y, int64_t n, int 
                        ") failed: " + status_name(s));
 }
 
+void Model::linear_multi(int32_t k, const wo_tensor *const *w, const float *x, float *const *y, int64_t n,
+                         int layer) {
+  const wo_status s = wo::linear_multi(host_.raw(), k, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y),
+                                       WO_DTYPE_F32, n);
+  if (s != WO_OK)
+    throw Error(s, std::string("llama forward: linear_multi on tensors '") + w[0]->name + "'.. (" +
+                       std::to_string(n) + " tokens" +
+                       (layer >= 0 ? ", layer " + std::to_string(layer) : std::string()) +
+                       ") failed: " + status_name(s));
+}
+
 void Model::forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags) {
   if (!kv_) throw Error(WO_ERR_INVALID_ARGUMENT, "forward: no session; call session_begin first");
   if (!tokens || !logits || n_tokens <= 0)
@@ -253,9 +264,9 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     if (fused_qkv) {
       linear(L.qkv, b.h, b.qkv, n, il);
     } else {
-      linear(L.q, b.h, q, n, il);
-      linear(L.k, b.h, kk, n, il);
-      linear(L.v, b.h, v, n, il);
+      const wo_tensor *w3[3] = {L.q, L.k, L.v};
+      float *const y3[3] = {q, kk, v};
+      linear_multi(3, w3, b.h, y3, n, il);
     }
     if (fuse) {
       k::QkvRopeCache a;
@@ -285,8 +296,9 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
       cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
     } else {
-      linear(L.gate, b.h, b.ffn, n, il);
-      linear(L.up, b.h, b.ffn + n * FF, n, il);
+      const wo_tensor *w2[2] = {L.gate, L.up};
+      float *const y2[2] = {b.ffn, b.ffn + n * FF};
+      linear_multi(2, w2, b.h, y2, n, il);
       cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
     }
     linear(L.down, b.act, b.o, n, il);

@@ -42,6 +42,9 @@ private:
   void run_chunk(const int32_t *tokens_dev, int64_t n, int64_t pos, float *logits, bool logits_all,
                  const int32_t *positions_dev = nullptr);
   void linear(const wo_tensor *w, const float *x, float *y, int64_t n, int layer);
+  // y[i] = linear(w[i], x) for i < k (one launch where the codec can; see wo::linear_multi).
+  void linear_multi(int32_t k, const wo_tensor *const *w, const float *x, float *const *y, int64_t n,
+                    int layer);
   void cuda(int err, const char *what, int layer) const;
 
   HostView host_;

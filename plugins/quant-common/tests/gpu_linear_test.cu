@@ -456,6 +456,62 @@ TEST_F(GpuCodec, FixtureGemvGoldensReproduce) {
   EXPECT_GT(checked, 0);
 }
 
+// linear_multi (q/k/v, gate/up in one launch): for every block-quantized type the one-token call
+// launches once and gives exactly the bits of separate linear calls (same staging, same per-row
+// reduction); the plain types, several tokens and mixed row lengths decline with
+// WO_ERR_UNSUPPORTED and enqueue nothing, so the host falls back to linear per weight.
+TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
+  for (uint32_t type : kPlugin.types) {
+    const int64_t cols = valid_cols(type, 896);
+    const int64_t rows[3] = {896, 128, 136}; // q, k, v of a 0.5B-like layer; 136: a partial CTA
+    std::unique_ptr<DeviceArray<uint8_t>> w[3];
+    std::unique_ptr<DeviceArray<float>> y[3], y_ref[3];
+    wo_tensor t[3];
+    const wo_tensor *tw[3];
+    void *ty[3];
+    for (int i = 0; i < 3; ++i) {
+      const auto raw = random_blocks(type, rows[i], cols, rng());
+      w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+      w[i]->upload(raw.data(), raw.size());
+      y[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
+      y_ref[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
+      t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
+      tw[i] = &t[i];
+      ty[i] = y[i]->get();
+    }
+    const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
+    DeviceArray<float> x(xf.size());
+    x.upload(xf.data(), xf.size());
+    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+    const wo_status st = q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1);
+    if (!block_type) {
+      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
+      continue;
+    }
+    ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
+    for (int i = 0; i < 3; ++i)
+      ASSERT_EQ(q->linear(dev->host(), tw[i], x.get(), WO_DTYPE_F32, y_ref[i]->get(), WO_DTYPE_F32, 1),
+                WO_OK);
+    dev->sync();
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(y[i]->download(rows[i]), y_ref[i]->download(rows[i]))
+          << wo::ggml::type_name(type) << " weight " << i << ": one launch differs from its own linear";
+    // Declined, with nothing written: several tokens, and weights of different row lengths.
+    const std::vector<float> sentinel(static_cast<size_t>(3 * rows[0]), 7.0f);
+    y[0]->upload(sentinel.data(), sentinel.size());
+    EXPECT_EQ(q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 3),
+              WO_ERR_UNSUPPORTED);
+    wo_tensor wide = make_tensor(type, w[2]->get(), valid_cols(type, 896) / 2, rows[2]);
+    const wo_tensor *mixed[2] = {tw[0], &wide};
+    if (wide.ne[0] != cols && wo::ggml::is_row_valid(type, wide.ne[0]))
+      EXPECT_EQ(q->linear_multi(dev->host(), 2, mixed, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1),
+                WO_ERR_UNSUPPORTED);
+    dev->sync();
+    EXPECT_EQ(y[0]->download(sentinel.size()), sentinel) << "a declined linear_multi wrote its output";
+  }
+}
+
 TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {
   const uint32_t type = kPlugin.types.back();
   const int64_t rows = 1000, cols = valid_cols(type, 1024);

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define WORKER_SDK_ABI_MAJOR 1u
-#define WORKER_SDK_ABI_MINOR 1u /* 1.1: wo_arch_v1.decode_step */
+#define WORKER_SDK_ABI_MINOR 2u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi (host, quant) */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -185,7 +185,15 @@ struct wo_host {
    * plugins skip the work otherwise. `data` is host memory. */
   int32_t trace_enabled;
   void (*trace)(void *ctx, const char *name, const void *data, size_t bytes);
+
+  /* 1.2 (check WO_HAS_FIELD and NULL): y[i] = linear(w[i], x) for i < n (1..WO_LINEAR_MULTI_MAX),
+   * the same activations into several weights (q/k/v, gate/up). The results equal n linear calls;
+   * the host asks the codec for one launch when every weight has the same type and shape class
+   * and otherwise makes the n calls itself. */
+  wo_status (*linear_multi)(void *ctx, int32_t n, const wo_tensor *const *w, const void *x, wo_dtype x_type,
+                            void *const *y, wo_dtype y_type, int64_t n_tokens);
 };
+#define WO_LINEAR_MULTI_MAX 4
 
 /* ---------------------------------------------------------------------------------------------
  * Architecture plugins: turn tokens into logits.
@@ -273,6 +281,12 @@ typedef struct wo_quant_v1 {
 
   /* Text of this thread's last failure in this plugin. */
   const char *(*last_error)(void);
+
+  /* 1.2, optional (may be NULL or absent): wo_host.linear_multi for weights that all have one of
+   * this codec's types, in one launch. WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no
+   * such path for these weights or this n_tokens; the host then makes n linear calls. */
+  wo_status (*linear_multi)(const wo_host *host, int32_t n, const wo_tensor *const *w, const void *x,
+                            wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens);
 } wo_quant_v1;
 
 /* ---------------------------------------------------------------------------------------------

@@ -243,6 +243,18 @@ inline wo_arch_config read_arch_config(const wo_arch_config *cfg, int64_t defaul
   return c;
 }
 
+// y[i] = linear(w[i], x) for i < n (the same activations into several weights: q/k/v, gate/up)
+// through the host's linear_multi (SDK 1.2), or one linear call per weight on an older host.
+inline wo_status linear_multi(const wo_host *h, int32_t n, const wo_tensor *const *w, const void *x,
+                              wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
+  if (WO_HAS_FIELD(wo_host, h->struct_size, linear_multi) && h->linear_multi)
+    return h->linear_multi(h->ctx, n, w, x, x_type, y, y_type, n_tokens);
+  if (!h->linear) return WO_ERR_UNSUPPORTED;
+  for (int32_t i = 0; i < n; ++i)
+    if (const wo_status s = h->linear(h->ctx, w[i], x, x_type, y[i], y_type, n_tokens); s != WO_OK) return s;
+  return WO_OK;
+}
+
 // Fill a descriptor's common fields.
 inline wo_plugin make_descriptor(wo_plugin_kind kind, const char *name, const char *version,
                                  const void *vtable) {

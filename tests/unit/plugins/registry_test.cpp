@@ -24,6 +24,9 @@ using wo::plugins::Registry;
 
 namespace {
 
+// The host's ABI as the registry prints it ("1.<minor>").
+const std::string kHostAbi = "1." + std::to_string(WORKER_SDK_ABI_MINOR);
+
 std::string case_dir(const std::string &c) { return std::string(WORKER_TEST_PLUGIN_ROOT) + "/" + c; }
 
 // A fresh directory under the system temp dir, removed at the end of the test.
@@ -73,7 +76,7 @@ TEST(Registry, AcceptsGoodPluginsOfEveryKindWithTheirFacts) {
     EXPECT_TRUE(c.accepted) << c.path << ": " << c.reason;
     EXPECT_EQ(c.reason, "");
     EXPECT_EQ(c.version, "1.2.3");
-    EXPECT_EQ(c.abi, "1.1");
+    EXPECT_EQ(c.abi, kHostAbi);
   }
   // Sorted by file name: tp_arch.so, tp_quant.so, tp_tok.so.
   EXPECT_EQ(reg.candidates()[0].name, "tp-arch");
@@ -139,8 +142,11 @@ TEST_P(RegistryRejects, WithAReasonThatNamesTheProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, RegistryRejects,
     ::testing::Values(
-        RejectCase{"abi_major", {"ABI major mismatch", "plugin built against SDK 2.1", "host speaks 1.1"}},
-        RejectCase{"null_entry", {"entry returned NULL for host ABI 1.1"}},
+        RejectCase{"abi_major",
+                   {"ABI major mismatch",
+                    "plugin built against SDK 2." + std::to_string(WORKER_SDK_ABI_MINOR),
+                    "host speaks " + kHostAbi}},
+        RejectCase{"null_entry", {"entry returned NULL for host ABI " + kHostAbi}},
         RejectCase{"small_struct", {"descriptor struct_size 32 is smaller than the 40 bytes"}},
         RejectCase{"null_vtable", {"descriptor vtable is NULL"}},
         RejectCase{"small_vtable", {"wo_tokenizer_v1 struct_size 12 is smaller than the"}},

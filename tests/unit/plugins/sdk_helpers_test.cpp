@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -62,6 +64,64 @@ TEST(WriteSized, WritesOnlyWhatTheCallersStructHolds) {
   wo::write_sized(&zero, ours);
   EXPECT_EQ(zero.struct_size, sizeof(wo_arch_plan));
   EXPECT_EQ(zero.n_layer, 24);
+}
+
+} // namespace
+
+namespace {
+
+// A host with only `linear` (what wo::linear_multi falls back to), recording each call.
+struct Calls {
+  std::vector<std::pair<const wo_tensor *, void *>> linear;
+  int multi = 0;
+  int fail_at = -1; // the linear call (0-based) that fails
+};
+Calls *g_calls = nullptr;
+wo_status count_linear(void *, const wo_tensor *w, const void *, wo_dtype, void *y, wo_dtype, int64_t) {
+  const int i = static_cast<int>(g_calls->linear.size());
+  g_calls->linear.emplace_back(w, y);
+  return i == g_calls->fail_at ? WO_ERR_CUDA : WO_OK;
+}
+wo_status count_multi(void *, int32_t, const wo_tensor *const *, const void *, wo_dtype, void *const *,
+                      wo_dtype, int64_t) {
+  ++g_calls->multi;
+  return WO_OK;
+}
+
+TEST(LinearMulti, OlderHostsGetOneLinearPerWeightAndNewerOnesOneCall) {
+  Calls calls;
+  g_calls = &calls;
+  wo_tensor t[3]{};
+  const wo_tensor *w[3] = {&t[0], &t[1], &t[2]};
+  float out[3][4];
+  void *y[3] = {out[0], out[1], out[2]};
+  const float x[4] = {1, 2, 3, 4};
+
+  wo_host older{};
+  older.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_multi)); // a 1.1 host
+  older.linear = count_linear;
+  older.linear_multi = count_multi; // past its struct_size: must not be called
+  ASSERT_EQ(wo::linear_multi(&older, 3, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_OK);
+  ASSERT_EQ(calls.linear.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(calls.linear[i].first, w[i]) << "call " << i;
+    EXPECT_EQ(calls.linear[i].second, y[i]) << "call " << i;
+  }
+  EXPECT_EQ(calls.multi, 0);
+
+  // A failure stops at that weight and is returned.
+  calls = Calls{};
+  calls.fail_at = 1;
+  EXPECT_EQ(wo::linear_multi(&older, 3, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_ERR_CUDA);
+  EXPECT_EQ(calls.linear.size(), 2u);
+
+  wo_host newer = older;
+  newer.struct_size = sizeof(wo_host);
+  calls = Calls{};
+  ASSERT_EQ(wo::linear_multi(&newer, 3, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_OK);
+  EXPECT_EQ(calls.multi, 1);
+  EXPECT_TRUE(calls.linear.empty());
+  g_calls = nullptr;
 }
 
 } // namespace

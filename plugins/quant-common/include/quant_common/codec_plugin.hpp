@@ -105,6 +105,18 @@ template <class Codec> struct CodecPlugin {
       run_linear_id(ops_for(w, "linear_id"), host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
     });
   }
+  static wo_status linear_multi(const wo_host *host, int32_t n, const wo_tensor *const *w, const void *x,
+                                wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
+    bool launched = false;
+    const wo_status st = guard(thread_error(), [&] {
+      if (!w || n < 1) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: no weights");
+      launched = run_linear_multi(ops_for(w[0], "linear_multi"), host, n, w, x, x_type, y, y_type, n_tokens);
+    });
+    if (st != WO_OK) return st;
+    if (!launched)
+      thread_error() = "linear_multi: no one-launch path for these weights; call linear per weight";
+    return launched ? WO_OK : WO_ERR_UNSUPPORTED;
+  }
 #endif
 
   static wo_quant_v1 vtable() {
@@ -119,6 +131,7 @@ template <class Codec> struct CodecPlugin {
     v.gather_rows = &gather_rows;
     v.linear = &linear;
     v.linear_id = &linear_id;
+    v.linear_multi = &linear_multi;
 #endif
     v.last_error = &last_error;
     return v;

@@ -34,6 +34,16 @@ constexpr int kGroupTileProblems = 64;
 // The grouping kernel counts problems per expert in shared memory: at most this many experts.
 constexpr int64_t kGroupMaxExperts = 4096;
 
+// linear_multi: up to kMaxSegments weights of one type and row length read as one stack of rows;
+// rows [end[i-1], end[i]) (end[-1] = 0) are weight i's, read from w[i] and written to y[i].
+constexpr int kMaxSegments = WO_LINEAR_MULTI_MAX;
+struct Segments {
+  int n = 0; // 0: a single weight (GemvParams::w and y)
+  const uint8_t *w[kMaxSegments] = {};
+  void *y[kMaxSegments] = {};
+  int64_t end[kMaxSegments] = {};
+};
+
 // One GEMV problem set: for every "problem" p (token group, or token*slot for linear_id) and row r,
 // y[p][r] = W_e[r] . x[p]. Pointers are device pointers.
 struct GemvParams {
@@ -49,6 +59,7 @@ struct GemvParams {
   // linear_id only (ids == nullptr for plain linear):
   const int32_t *ids;
   int64_t n_slots, x_slots, n_expert;
+  Segments seg; // linear_multi only (one token, no ids)
 };
 
 // Dequantize n_rows rows (row ids[i], or row0 + i when ids is null) into out[i][cols].
@@ -77,11 +88,19 @@ struct TypeOps {
   // Returns the launch's cudaError_t.
   int (*grouped)(const GemvParams &p, const void *x16, const int32_t *pairs, const int32_t *tiles,
                  const int32_t *n_tiles, int64_t max_tiles, void *stream);
+  // One-token GEMV over p.seg's stacked weights in one launch; false (nothing launched) when this
+  // type or shape has no such kernel (the caller then runs one linear per weight).
+  bool (*gemv_multi)(const GemvParams &p, void *stream);
 };
 
 // The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.
 void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
                 void *y, wo_dtype y_type, int64_t n_tokens);
+// linear_multi: y[i] = W_i x for n weights of ops' type in one launch. False when there is no
+// one-launch path for them (n_tokens != 1, different row lengths, a type or shape without the
+// int8 GEMV); nothing is enqueued then.
+bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const wo_tensor *const *w,
+                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,

@@ -70,6 +70,18 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
+__device__ __forceinline__ const uint8_t *segment_row(const GemvParams &p, int64_t row, void *&y,
+                                                      int64_t &yi) {
+  int s = 0;
+  while (s + 1 < p.seg.n && row >= p.seg.end[s])
+    ++s;
+  const int64_t r = row - (s ? p.seg.end[s - 1] : 0);
+  y = p.seg.y[s];
+  yi = r;
+  return p.seg.w[s] + r * p.row_bytes;
+}
+
 // Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
 struct Problem {
   const uint8_t *w;
@@ -296,9 +308,12 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
   // row (plain linear only: an expert's rows depend on ids an earlier kernel writes).
   if (!p.ids) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32;
+    void *y;
+    int64_t yi;
+    const uint8_t *w = p.seg.n ? segment_row(p, row, y, yi) : p.w + row * p.row_bytes;
     if (row < p.rows)
       for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128)
-        wo::pdl::prefetch_l2(p.w + row * p.row_bytes + off);
+        wo::pdl::prefetch_l2(w + off);
   }
   wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
@@ -313,7 +328,9 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
         if (lane == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
         continue;
       }
-      const uint8_t *w = q.w + row * p.row_bytes;
+      void *y = p.y;
+      int64_t yi = q.y_off + row;
+      const uint8_t *w = p.seg.n ? segment_row(p, row, y, yi) : q.w + row * p.row_bytes;
       float acc = 0.0f;
       // kInt8xUnroll parts per lane per step, all loads issued before any is used: rows are short
       // (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit)
@@ -328,7 +345,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
         }
       }
       acc = warp_sum(acc);
-      if (lane == 0) store_y(p.y, q.y_off + row, acc, p.y_f16);
+      if (lane == 0) store_y(y, yi, acc, p.y_f16);
     }
   }
 }
@@ -497,11 +514,15 @@ inline int int8x_ctas_per_sm() {
 // shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
 template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
   if (p.cols > kInt8xMaxCols || p.cols % 32 != 0) return false;
-  if (XDot<D>::kAligned16 &&
-      (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0))
-    return false;
+  if (XDot<D>::kAligned16) {
+    if (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0)
+      return false;
+    for (int i = 0; i < p.seg.n; ++i)
+      if (reinterpret_cast<uintptr_t>(p.seg.w[i]) % 16 != 0) return false;
+  }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-  if (gemv_variant() == 4) { // lanes per row: the widest group that still fills 3/4 of its slots
+  if (gemv_variant() == 4 &&
+      p.seg.n == 0) { // lanes per row: the widest group that still fills 3/4 of its slots
     const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
     const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32
                       : n_parts >= 16 * kInt8xUnroll * 3 / 4 ? 16
@@ -554,6 +575,16 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   case 4: (void)wo::pdl::launch(gemv_kernel<D, 4>, grid, block, 0, s, p); break;
   default: (void)wo::pdl::launch(gemv_kernel<D, 8>, grid, block, 0, s, p); break;
   }
+}
+
+// linear_multi's one launch: the int8 GEMV (variant 3) reads the stacked weights' rows; every
+// other kernel and type declines.
+template <class D> bool launch_gemv_multi(const GemvParams &p, void *stream) {
+  if constexpr (has_xdot<D>()) {
+    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && p.seg.n > 0)
+      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream));
+  }
+  return false;
 }
 
 template <class D> void launch_dequant(const DequantParams &p, void *stream) {

@@ -9,7 +9,8 @@
 namespace wo::quant::dev {
 
 template <class D> TypeOps make_type_ops() {
-  return TypeOps{D::kType, D::QK, &launch_gemv<D>, &launch_dequant<D>, nullptr, nullptr, &launch_grouped<D>};
+  return TypeOps{D::kType, D::QK,   &launch_gemv<D>,    &launch_dequant<D>,
+                 nullptr,  nullptr, &launch_grouped<D>, &launch_gemv_multi<D>};
 }
 
 // Plain types (F32/F16/BF16) also get the element-wise kernels for rows not a multiple of 8.
@@ -20,7 +21,8 @@ template <class D> TypeOps make_plain_type_ops() {
                  &launch_dequant<D>,
                  &launch_gemv_scalar<D>,
                  &launch_dequant_scalar<D>,
-                 &launch_grouped<D>};
+                 &launch_grouped<D>,
+                 &launch_gemv_multi<D>};
 }
 
 } // namespace wo::quant::dev
