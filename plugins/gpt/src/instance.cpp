@@ -2,10 +2,9 @@
 
 namespace wo::gpt {
 
-Instance::Instance(const wo_host *h, const wo_arch_config *cfg)
-    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)),
-      n_batch(read_arch_config(cfg, kDefaultBatch).n_batch),
-      fused(!(read_arch_config(cfg, kDefaultBatch).flags & WO_ARCH_UNFUSED)) {}
+Instance::Instance(const wo_host *h, const wo_arch_config &cfg)
+    : host(h), view(h), hp(read_hparams(view)), w(load_weights(view, hp)), n_batch(cfg.n_batch),
+      fused(!(cfg.flags & WO_ARCH_UNFUSED)) {}
 
 void session_begin(Instance &inst, int64_t n_ctx) {
   if (n_ctx <= 0)

@@ -21,7 +21,8 @@ struct Session {
 };
 
 struct Instance {
-  Instance(const wo_host *h, const wo_arch_config *cfg);
+  // cfg as wo::read_arch_config returns it (every field present, n_batch > 0).
+  Instance(const wo_host *h, const wo_arch_config &cfg);
 
   const wo_host *host;
   HostView view;

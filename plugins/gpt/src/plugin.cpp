@@ -47,7 +47,7 @@ wo_status gpt_create(const wo_host *host, const wo_arch_config *cfg, wo_arch_ins
   return wo::guard(wo::thread_error(), [&] {
     if (!host || !out) throw wo::Error(WO_ERR_INVALID_ARGUMENT, "create: host and out must not be NULL");
     *out = nullptr;
-    auto *inst = new Instance(host, cfg);
+    auto *inst = new Instance(host, wo::read_arch_config(cfg, wo::gpt::kDefaultBatch));
     *out = reinterpret_cast<wo_arch_instance *>(inst);
   });
 }

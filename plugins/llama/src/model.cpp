@@ -49,7 +49,7 @@ struct Carver {
 
 Model::Model(const wo_host *host, const wo_arch_config &cfg)
     : host_(host), hp_(read_hparams(host_)), w_(bind_weights(host_, hp_, /*require_device=*/true)),
-      n_batch_(cfg.n_batch > 0 ? cfg.n_batch : kDefaultBatch), flags_(cfg.flags), stream_(host->cuda_stream) {
+      n_batch_(cfg.n_batch), flags_(cfg.flags), stream_(host->cuda_stream) {
   if (!host->linear || !host->gather_rows || !host->vram_alloc || !host->vram_free)
     throw Error(WO_ERR_NO_DEVICE, "llama plugin: the host offers no device services (linear, gather_rows, "
                                   "vram_alloc); expected a GPU host");
@@ -122,24 +122,24 @@ void Model::cuda(int err, const char *what, int layer) const {
                                ": " + cudaGetErrorString(static_cast<cudaError_t>(err)));
 }
 
+void Model::host_failed(wo_status s, const char *service, const wo_tensor *w, int64_t n, int layer) const {
+  throw Error(s, std::string("llama forward: ") + service + " on tensor '" + w->name + "' (" +
+                     std::to_string(n) + " tokens" +
+                     (layer >= 0 ? ", layer " + std::to_string(layer) : std::string()) +
+                     ") failed: " + status_name(s));
+}
+
 void Model::linear(const wo_tensor *w, const float *x, float *y, int64_t n, int layer) {
   const wo_host *h = host_.raw();
   const wo_status s = h->linear(h->ctx, w, x, WO_DTYPE_F32, y, WO_DTYPE_F32, n);
-  if (s != WO_OK)
-    throw Error(s, std::string("llama forward: linear on tensor '") + w->name + "' (" + std::to_string(n) +
-                       " tokens" + (layer >= 0 ? ", layer " + std::to_string(layer) : std::string()) +
-                       ") failed: " + status_name(s));
+  if (s != WO_OK) host_failed(s, "linear", w, n, layer);
 }
 
 void Model::linear_multi(int32_t k, const wo_tensor *const *w, const float *x, float *const *y, int64_t n,
                          int layer) {
   const wo_status s = wo::linear_multi(host_.raw(), k, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y),
                                        WO_DTYPE_F32, n);
-  if (s != WO_OK)
-    throw Error(s, std::string("llama forward: linear_multi on tensors '") + w[0]->name + "'.. (" +
-                       std::to_string(n) + " tokens" +
-                       (layer >= 0 ? ", layer " + std::to_string(layer) : std::string()) +
-                       ") failed: " + status_name(s));
+  if (s != WO_OK) host_failed(s, "linear_multi (first weight)", w[0], n, layer);
 }
 
 void Model::forward(const int32_t *tokens, int64_t n_tokens, int64_t pos, float *logits, uint32_t flags) {
@@ -230,9 +230,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   if (!positions_dev) cuda(k::fill_positions(b.positions, n, static_cast<int32_t>(pos), st), "positions", -1);
   ap.positions = positions;
   wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
-  if (s != WO_OK)
-    throw Error(s, std::string("llama forward: gather_rows on tensor '") + w_.token_embd->name +
-                       "' failed: " + status_name(s));
+  if (s != WO_OK) host_failed(s, "gather_rows", w_.token_embd, n, -1);
 
   const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
   const float eps = hp_.rms_eps;

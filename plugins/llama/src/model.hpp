@@ -18,6 +18,7 @@ namespace wo::llama {
 
 class Model : public wo_arch_instance {
 public:
+  // cfg as wo::read_arch_config returns it (every field present, n_batch > 0).
   Model(const wo_host *host, const wo_arch_config &cfg);
   ~Model() override;
   Model(const Model &) = delete;
@@ -46,6 +47,9 @@ private:
   void linear_multi(int32_t k, const wo_tensor *const *w, const float *x, float *const *y, int64_t n,
                     int layer);
   void cuda(int err, const char *what, int layer) const;
+  // Throws the host service's failure, naming the tensor, token count and layer.
+  [[noreturn]] void host_failed(wo_status s, const char *service, const wo_tensor *w, int64_t n,
+                                int layer) const;
 
   HostView host_;
   HParams hp_;

@@ -210,14 +210,6 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
   }
 }
 
-int64_t env_tokens(const char *name, int64_t fallback) {
-  const char *e = std::getenv(name);
-  if (!e || !*e) return fallback;
-  char *end = nullptr;
-  const long long v = std::strtoll(e, &end, 10);
-  return (*end == '\0' && v >= 0) ? static_cast<int64_t>(v) : fallback;
-}
-
 // WORKER_MOE_GROUPED=0: linear_id always takes the per-problem GEMV path (debugging switch).
 bool grouped_enabled() {
   static const bool on = [] {
@@ -264,12 +256,12 @@ void grouped_path(const TypeOps &ops, const wo_host *host, const GemvParams &p, 
 } // namespace
 
 int64_t gemv_max_tokens() {
-  static const int64_t v = env_tokens("WORKER_GEMV_MAX_TOKENS", kGemvMaxTokens);
+  static const int64_t v = env_int("WORKER_GEMV_MAX_TOKENS", 0, INT64_MAX, kGemvMaxTokens);
   return v;
 }
 
 int64_t grouped_min_tokens() {
-  static const int64_t v = env_tokens("WORKER_GROUPED_MIN_TOKENS", kGroupedMinTokens);
+  static const int64_t v = env_int("WORKER_GROUPED_MIN_TOKENS", 0, INT64_MAX, kGroupedMinTokens);
   return v;
 }
 

@@ -482,10 +482,7 @@ inline unsigned grid_y(int64_t n) {
 //     (gemv_int8x_groups_kernel; opt-in, not yet run on a device).
 constexpr int kDefaultGemvVariant = 3;
 inline int gemv_variant() {
-  static const int v = [] {
-    const char *e = std::getenv("WORKER_QUANT_GEMV");
-    return e && e[0] >= '1' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : kDefaultGemvVariant;
-  }();
+  static const int v = static_cast<int>(env_int("WORKER_QUANT_GEMV", 1, 4, kDefaultGemvVariant));
   return v;
 }
 
@@ -503,10 +500,7 @@ inline int device_sm_count() {
 // CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
 // once) says otherwise; a tuning switch for measuring on a device.
 inline int int8x_ctas_per_sm() {
-  static const int v = [] {
-    const char *e = std::getenv("WORKER_INT8X_CTAS_PER_SM");
-    return e && e[0] >= '1' && e[0] <= '8' && e[1] == '\0' ? e[0] - '0' : kInt8xCtasPerSm;
-  }();
+  static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
   return v;
 }
 
@@ -521,8 +515,8 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
       if (reinterpret_cast<uintptr_t>(p.seg.w[i]) % 16 != 0) return false;
   }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-  if (gemv_variant() == 4 &&
-      p.seg.n == 0) { // lanes per row: the widest group that still fills 3/4 of its slots
+  if (gemv_variant() == 4 && p.seg.n == 0) { // lane groups; linear_multi's stacked rows need variant 3
+    // lanes per row: the widest group that still fills 3/4 of its slots
     const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
     const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32
                       : n_parts >= 16 * kInt8xUnroll * 3 / 4 ? 16
