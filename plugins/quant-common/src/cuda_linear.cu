@@ -293,8 +293,7 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
                nullptr,
                1,
                1,
-               1,
-               {}};
+               1};
   if (!vec) {
     ops.gemv_scalar(p, host->cuda_stream);
   } else if (n_tokens <= gemv_max_tokens()) {
@@ -316,6 +315,7 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
   check_dtype(y_type, "y", "linear_multi");
   if (n_tokens != 1 || !ops.gemv_multi) return false;
   GemvParams p{};
+  Segments seg;
   for (int32_t i = 0; i < n; ++i) {
     if (!w[i] || w[i]->ggml_type != ops.type) return false; // the host routes mixed types one by one
     const Shape sh = weight_shape(ops, w[i], "linear_multi", false);
@@ -328,21 +328,21 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
     if (!vector_path(ops, sh.cols)) return false;
     if (!y[i]) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: output " + std::to_string(i) + " is NULL");
     check_aligned(y[i], 4, "y", "linear_multi");
-    p.seg.w[i] = static_cast<const uint8_t *>(w[i]->data);
-    p.seg.y[i] = y[i];
-    p.seg.end[i] = (i ? p.seg.end[i - 1] : 0) + sh.rows;
+    seg.w[i] = static_cast<const uint8_t *>(w[i]->data);
+    seg.y[i] = y[i];
+    seg.end[i] = (i ? seg.end[i - 1] : 0) + sh.rows;
   }
   check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_multi");
-  p.seg.n = n;
-  p.w = p.seg.w[0];
-  p.rows = p.seg.end[n - 1];
+  seg.n = n;
+  p.w = seg.w[0];
+  p.rows = seg.end[n - 1];
   p.x = x;
   p.x_f16 = x_type == WO_DTYPE_F16;
   p.y = y[0];
   p.y_f16 = y_type == WO_DTYPE_F16;
   p.n_tokens = 1;
   p.n_slots = p.x_slots = p.n_expert = 1;
-  if (!ops.gemv_multi(p, host->cuda_stream)) return false;
+  if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
   check_launch([&] {
     std::string names;
     for (int32_t i = 0; i < n; ++i)
@@ -418,8 +418,7 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
                ids,
                n_slots,
                x_slots,
-               n_expert,
-               {}};
+               n_expert};
   // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
   if (n_tokens >= grouped_min_tokens() && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
       max_group_tiles(n_tokens * n_slots, n_expert) <= 65535) {

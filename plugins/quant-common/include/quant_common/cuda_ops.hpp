@@ -69,7 +69,10 @@ struct GemvParams {
   // linear_id only (ids == nullptr for plain linear):
   const int32_t *ids;
   int64_t n_slots, x_slots, n_expert;
-  Segments seg; // linear_multi only (one token, no ids)
+  // linear_multi's Segments travel as a separate kernel argument, not in here: with them inside
+  // (216 bytes), nvcc 13.0 addressed this parameter through a base register and dropped the
+  // expert_bytes offset from linear_id's weight pointer (every slot read expert 0's rows; caught
+  // by GpuCodec.LinearIdMatchesPerExpertLinear).
 };
 
 // Dequantize n_rows rows (row ids[i], or row0 + i when ids is null) into out[i][cols].
@@ -98,9 +101,9 @@ struct TypeOps {
   // Returns the launch's cudaError_t.
   int (*grouped)(const GemvParams &p, const void *x16, const int32_t *pairs, const int32_t *tiles,
                  const int32_t *n_tiles, int64_t max_tiles, void *stream);
-  // One-token GEMV over p.seg's stacked weights in one launch; false (nothing launched) when this
+  // One-token GEMV over seg's stacked weights in one launch; false (nothing launched) when this
   // type or shape has no such kernel (the caller then runs one linear per weight).
-  bool (*gemv_multi)(const GemvParams &p, void *stream);
+  bool (*gemv_multi)(const GemvParams &p, const Segments &seg, void *stream);
 };
 
 // The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.

@@ -71,15 +71,15 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
-__device__ __forceinline__ const uint8_t *segment_row(const GemvParams &p, int64_t row, void *&y,
-                                                      int64_t &yi) {
+__device__ __forceinline__ const uint8_t *segment_row(const Segments &seg, uint64_t row_bytes, int64_t row,
+                                                      void *&y, int64_t &yi) {
   int s = 0;
-  while (s + 1 < p.seg.n && row >= p.seg.end[s])
+  while (s + 1 < seg.n && row >= seg.end[s])
     ++s;
-  const int64_t r = row - (s ? p.seg.end[s - 1] : 0);
-  y = p.seg.y[s];
+  const int64_t r = row - (s ? seg.end[s - 1] : 0);
+  y = seg.y[s];
   yi = r;
-  return p.seg.w[s] + r * p.row_bytes;
+  return seg.w[s] + r * row_bytes;
 }
 
 // Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
@@ -294,7 +294,8 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
 }
 
 template <class D>
-__global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_kernel(const GemvParams p) {
+__global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
+    gemv_int8x_kernel(const GemvParams p, const Segments seg) {
   using X = XDot<D>;
   extern __shared__ __align__(16) uint8_t smem[];
   auto *hi = reinterpret_cast<int8_t *>(smem);
@@ -310,7 +311,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32;
     void *y;
     int64_t yi;
-    const uint8_t *w = p.seg.n ? segment_row(p, row, y, yi) : p.w + row * p.row_bytes;
+    const uint8_t *w = seg.n ? segment_row(seg, p.row_bytes, row, y, yi) : p.w + row * p.row_bytes;
     if (row < p.rows)
       for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128)
         wo::pdl::prefetch_l2(w + off);
@@ -330,7 +331,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm) gemv_int8x_
       }
       void *y = p.y;
       int64_t yi = q.y_off + row;
-      const uint8_t *w = p.seg.n ? segment_row(p, row, y, yi) : q.w + row * p.row_bytes;
+      const uint8_t *w = seg.n ? segment_row(seg, p.row_bytes, row, y, yi) : q.w + row * p.row_bytes;
       float acc = 0.0f;
       // kInt8xUnroll parts per lane per step, all loads issued before any is used: rows are short
       // (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit)
@@ -506,16 +507,16 @@ inline int int8x_ctas_per_sm() {
 
 // False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
 // shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
-template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
+template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {}) {
   if (p.cols > kInt8xMaxCols || p.cols % 32 != 0) return false;
   if (XDot<D>::kAligned16) {
     if (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0)
       return false;
-    for (int i = 0; i < p.seg.n; ++i)
-      if (reinterpret_cast<uintptr_t>(p.seg.w[i]) % 16 != 0) return false;
+    for (int i = 0; i < seg.n; ++i)
+      if (reinterpret_cast<uintptr_t>(seg.w[i]) % 16 != 0) return false;
   }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-  if (gemv_variant() == 4 && p.seg.n == 0) { // lane groups; linear_multi's stacked rows need variant 3
+  if (gemv_variant() == 4 && seg.n == 0) { // lane groups; linear_multi's stacked rows need variant 3
     // lanes per row: the widest group that still fills 3/4 of its slots
     const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
     const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32
@@ -536,7 +537,7 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
                   grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
-  (void)wo::pdl::launch(gemv_int8x_kernel<D>, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p);
+  (void)wo::pdl::launch(gemv_int8x_kernel<D>, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg);
   return true;
 }
 
@@ -573,10 +574,10 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
 
 // linear_multi's one launch: the int8 GEMV (variant 3) reads the stacked weights' rows; every
 // other kernel and type declines.
-template <class D> bool launch_gemv_multi(const GemvParams &p, void *stream) {
+template <class D> bool launch_gemv_multi(const GemvParams &p, const Segments &seg, void *stream) {
   if constexpr (has_xdot<D>()) {
-    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && p.seg.n > 0)
-      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream));
+    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && seg.n > 0)
+      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream), seg);
   }
   return false;
 }
