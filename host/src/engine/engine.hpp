@@ -55,9 +55,9 @@ struct EngineOptions {
   // decode_step when it has one (SDK 1.1). WORKER_CUDA_GRAPHS=0 in the environment turns it off
   // (debugging: every kernel launched one by one, as forward does).
   bool cuda_graphs = true;
-  // wo_host.linear_multi asks the codec for one launch over q/k/v (gate/up): off until the fused
-  // GEMV has passed the GPU tests on a device; WORKER_LINEAR_MULTI=1 turns it on.
-  bool linear_multi = false;
+  // wo_host.linear_multi asks the codec for one launch over q/k/v (gate/up); false (or
+  // WORKER_LINEAR_MULTI=0) makes one linear call per weight, a debugging switch.
+  bool linear_multi = true;
 };
 
 struct PluginUse {
