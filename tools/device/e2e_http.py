@@ -18,6 +18,7 @@ import uuid
 exe, model, plugins = sys.argv[1], sys.argv[2], sys.argv[3]
 port = int(sys.argv[4]) if len(sys.argv) > 4 else 18080
 failures = []
+KV_MB = "64"  # the server's --kv-cache-size-mb; `run` gets the same
 
 
 def check(name, ok, detail=""):
@@ -68,7 +69,7 @@ def terminal(events):
 
 
 proc = subprocess.Popen([exe, "--worker-id", str(uuid.uuid4()), "--model", model, "--gpu-device", "0",
-                         "--port", str(port), "--plugin-dir", plugins, "--kv-cache-size-mb", "64"],
+                         "--port", str(port), "--plugin-dir", plugins, "--kv-cache-size-mb", KV_MB],
                         stderr=open("/tmp/worker.log", "w"))
 try:
     for _ in range(600):
@@ -102,8 +103,10 @@ try:
         pieces = [d["t"] for e, d, _ in ev if e == "token"]
         valid = all(isinstance(p, str) and p.encode("utf-8").decode("utf-8") == p for p in pieces)
         # the whole-sequence decode of the same greedy ids, from the CLI
+        # `run` with the server's engine options (the KV cache size sets the context, hence the
+        # scratch and workspace sizes the kernels are planned with): the same bits, the same ids.
         out = subprocess.run([exe, "run", "--model", model, "--plugin-dir", plugins, "--prompt", prompt, "--n", "32",
-                              "--json"], capture_output=True, text=True)
+                              "--kv-cache-size-mb", KV_MB, "--json"], capture_output=True, text=True)
         ids = json.loads(out.stdout)["ids"] if out.returncode == 0 else []
         end = terminal(ev)[0][1] if terminal(ev) else {}
         n_out = end.get("tokens_out", 0)
