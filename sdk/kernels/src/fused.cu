@@ -8,24 +8,6 @@
 namespace wo::kernels {
 namespace {
 
-__global__ void add_rms_norm_kernel(float *x, const float *delta, const float *w, float *y, int64_t n_cols,
-                                    float eps) {
-  wo::pdl::enter();
-  float *xr = x + blockIdx.x * n_cols;
-  const float *dr = delta + blockIdx.x * n_cols;
-  float *yr = y + blockIdx.x * n_cols;
-  float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) {
-    const float v = xr[c] + dr[c];
-    xr[c] = v;
-    ss += v * v;
-  }
-  ss = detail::block_sum(ss); // each thread re-reads only the x values it wrote itself
-  const float inv = rsqrtf(ss / static_cast<float>(n_cols) + eps);
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
-    yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
-}
-
 // One thread per (token, head slot, pair); slots are the q heads, then k heads, then v heads.
 __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::RopeConsts k) {
   wo::pdl::enter();
@@ -81,11 +63,7 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
   if (!x || !delta || !y || y == x || y == delta || n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0)
     return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (detail::norm_vec_ok(x, delta, w, y, n_cols))
-    return detail::launch(detail::rms_norm_vec_kernel<true>, static_cast<unsigned>(n_rows), detail::kBlock, 0,
-                          stream, x, delta, w, y, n_cols, eps);
-  return detail::launch(add_rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x,
-                        delta, w, y, n_cols, eps);
+  return detail::launch_rms_norm<true>(x, delta, w, y, n_rows, n_cols, eps, stream);
 }
 
 cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream) {

@@ -115,4 +115,37 @@ __global__ void rms_norm_vec_kernel(float *x, const float *delta, const float *w
   }
 }
 
+// RMSNorm of any row: one loop over the row into the sum of squares (kAdd: x += delta on the way,
+// stored back), then one more writing y. For rows norm_vec_ok refuses; y may alias x when !kAdd
+// (each thread re-reads only the x values it read or wrote itself).
+template <bool kAdd>
+__global__ void rms_norm_loop_kernel(float *x, const float *delta, const float *w, float *y, int64_t n_cols,
+                                     float eps) {
+  wo::pdl::enter();
+  float *xr = x + blockIdx.x * n_cols;
+  const float *dr = kAdd ? delta + blockIdx.x * n_cols : nullptr;
+  float *yr = y + blockIdx.x * n_cols;
+  float ss = 0.0f;
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x) {
+    float v = xr[c];
+    if (kAdd) {
+      v += dr[c];
+      xr[c] = v;
+    }
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n_cols) + eps);
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
+}
+
+// rms_norm (kAdd false, delta unused) and add_rms_norm: the register kernel where it fits, else the loop.
+template <bool kAdd>
+cudaError_t launch_rms_norm(float *x, const float *delta, const float *w, float *y, int64_t n_rows,
+                            int64_t n_cols, float eps, cudaStream_t stream) {
+  const auto kernel =
+      norm_vec_ok(x, kAdd ? delta : x, w, y, n_cols) ? rms_norm_vec_kernel<kAdd> : rms_norm_loop_kernel<kAdd>;
+  return launch(kernel, static_cast<unsigned>(n_rows), kBlock, 0, stream, x, delta, w, y, n_cols, eps);
+}
+
 } // namespace wo::kernels::detail

@@ -7,19 +7,6 @@
 namespace wo::kernels {
 namespace {
 
-__global__ void rms_norm_kernel(const float *x, const float *w, float *y, int64_t n_cols, float eps) {
-  wo::pdl::enter();
-  const float *xr = x + blockIdx.x * n_cols;
-  float *yr = y + blockIdx.x * n_cols;
-  float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
-    ss += xr[c] * xr[c];
-  ss = detail::block_sum(ss);
-  const float inv = rsqrtf(ss / static_cast<float>(n_cols) + eps);
-  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
-    yr[c] = xr[c] * inv * (w ? w[c] : 1.0f);
-}
-
 __global__ void layer_norm_kernel(const float *x, const float *w, const float *b, float *y, int64_t n_cols,
                                   float eps) {
   wo::pdl::enter();
@@ -47,12 +34,7 @@ cudaError_t rms_norm(const float *x, const float *w, float *y, int64_t n_rows, i
                      cudaStream_t stream) {
   if (bad_rows(x, y, n_rows, n_cols)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  if (detail::norm_vec_ok(x, x, w, y, n_cols))
-    return detail::launch(detail::rms_norm_vec_kernel<false>, static_cast<unsigned>(n_rows), detail::kBlock,
-                          0, stream, const_cast<float *>(x), static_cast<const float *>(nullptr), w, y,
-                          n_cols, eps);
-  return detail::launch(rms_norm_kernel, static_cast<unsigned>(n_rows), detail::kBlock, 0, stream, x, w, y,
-                        n_cols, eps);
+  return detail::launch_rms_norm<false>(const_cast<float *>(x), nullptr, w, y, n_rows, n_cols, eps, stream);
 }
 
 cudaError_t layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n_rows,

@@ -397,8 +397,21 @@ struct DecMXFP4 {
 };
 
 // Plain types, read as pseudo-blocks of 8 elements (rows whose length is a multiple of 8; other
-// widths take the scalar kernels).
-struct DecF32 {
+// widths take the scalar kernels). Their dot is the plain sum over the decoded values; PlainDot
+// gives each decoder that one body.
+template <class Dec> struct PlainDot {
+  QC_HD static float dot(const uint8_t *b, int part, const float *x) {
+    float v[Dec::V];
+    Dec::decode(b, part, v);
+    float s = 0.0f;
+    QC_UNROLL
+    for (int i = 0; i < Dec::V; ++i)
+      s += v[i] * x[i];
+    return s;
+  }
+};
+
+struct DecF32 : PlainDot<DecF32> {
   static constexpr uint32_t kType = wo::ggml::F32;
   static constexpr int QK = 8, BYTES = 32, PARTS = 1, V = 8;
   QC_HD static int start(int, int g) { return 4 * g; }
@@ -411,19 +424,18 @@ struct DecF32 {
 #endif
   }
   QC_HD static float scalar(const uint8_t *row, int64_t c) { return reinterpret_cast<const float *>(row)[c]; }
-  QC_HD static float dot(const uint8_t *b, int part, const float *x) {
-    float v[V];
-    decode(b, part, v);
-    float s = 0.0f;
-    QC_UNROLL
-    for (int i = 0; i < V; ++i)
-      s += v[i] * x[i];
-    return s;
-  }
 };
 
-struct DecF16 {
-  static constexpr uint32_t kType = wo::ggml::F16;
+// F16 and BF16: 16-bit words, 8 per 16-byte pseudo-block; Bits converts one word to float.
+struct F16Bits {
+  QC_HD static float to_float(uint16_t h) { return half_to_float(h); }
+};
+struct BF16Bits {
+  QC_HD static float to_float(uint16_t h) { return bf16_to_float(h); }
+};
+
+template <uint32_t Type, class Bits> struct DecWord16 : PlainDot<DecWord16<Type, Bits>> {
+  static constexpr uint32_t kType = Type;
   static constexpr int QK = 8, BYTES = 16, PARTS = 1, V = 8;
   QC_HD static int start(int, int g) { return 4 * g; }
   QC_HD static void decode(const uint8_t *b, int, float *v) {
@@ -436,54 +448,15 @@ struct DecF16 {
 #endif
     QC_UNROLL
     for (int i = 0; i < 4; ++i) {
-      v[2 * i] = half_to_float(static_cast<uint16_t>(w[i]));
-      v[2 * i + 1] = half_to_float(static_cast<uint16_t>(w[i] >> 16));
+      v[2 * i] = Bits::to_float(static_cast<uint16_t>(w[i]));
+      v[2 * i + 1] = Bits::to_float(static_cast<uint16_t>(w[i] >> 16));
     }
   }
   QC_HD static float scalar(const uint8_t *row, int64_t c) {
-    return half_to_float(reinterpret_cast<const uint16_t *>(row)[c]);
-  }
-  QC_HD static float dot(const uint8_t *b, int part, const float *x) {
-    float v[V];
-    decode(b, part, v);
-    float s = 0.0f;
-    QC_UNROLL
-    for (int i = 0; i < V; ++i)
-      s += v[i] * x[i];
-    return s;
+    return Bits::to_float(reinterpret_cast<const uint16_t *>(row)[c]);
   }
 };
-
-struct DecBF16 {
-  static constexpr uint32_t kType = wo::ggml::BF16;
-  static constexpr int QK = 8, BYTES = 16, PARTS = 1, V = 8;
-  QC_HD static int start(int, int g) { return 4 * g; }
-  QC_HD static void decode(const uint8_t *b, int, float *v) {
-#ifdef __CUDA_ARCH__
-    const uint4 u = *reinterpret_cast<const uint4 *>(b);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#else
-    uint32_t w[4];
-    std::memcpy(w, b, 16);
-#endif
-    QC_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = bf16_to_float(static_cast<uint16_t>(w[i]));
-      v[2 * i + 1] = bf16_to_float(static_cast<uint16_t>(w[i] >> 16));
-    }
-  }
-  QC_HD static float scalar(const uint8_t *row, int64_t c) {
-    return bf16_to_float(reinterpret_cast<const uint16_t *>(row)[c]);
-  }
-  QC_HD static float dot(const uint8_t *b, int part, const float *x) {
-    float v[V];
-    decode(b, part, v);
-    float s = 0.0f;
-    QC_UNROLL
-    for (int i = 0; i < V; ++i)
-      s += v[i] * x[i];
-    return s;
-  }
-};
+using DecF16 = DecWord16<wo::ggml::F16, F16Bits>;
+using DecBF16 = DecWord16<wo::ggml::BF16, BF16Bits>;
 
 } // namespace wo::quant::dev
