@@ -192,6 +192,8 @@ void Engine::Impl::load(const EngineOptions &o) {
   if (const char *g = std::getenv("WORKER_CUDA_GRAPHS"); g && std::string(g) == "0") opts.cuda_graphs = false;
   if (const char *m = std::getenv("WORKER_LINEAR_MULTI"); m && std::string(m) == "0")
     opts.linear_multi = false;
+  if (const char *m = std::getenv("WORKER_LINEAR_SWIGLU"); m && std::string(m) == "1")
+    opts.linear_swiglu = true;
   if (const char *u = std::getenv("WORKER_ARCH_UNFUSED"); u && std::string(u) == "1")
     opts.arch_flags |= WO_ARCH_UNFUSED;
   if (opts.n_batch <= 0)

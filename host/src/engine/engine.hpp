@@ -58,6 +58,10 @@ struct EngineOptions {
   // wo_host.linear_multi asks the codec for one launch over q/k/v (gate/up); false (or
   // WORKER_LINEAR_MULTI=0) makes one linear call per weight, a debugging switch.
   bool linear_multi = true;
+  // wo_host.linear_swiglu asks the codec for gate, up and SiLU in one pass; false answers
+  // WO_ERR_UNSUPPORTED and the architecture runs its own path. Off until its GPU test
+  // (GpuCodec.LinearSwigluEqualsTwoLinearsThenSilu) has run on a device; WORKER_LINEAR_SWIGLU=1.
+  bool linear_swiglu = false;
 };
 
 struct PluginUse {

@@ -132,8 +132,8 @@ wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype 
 }
 
 // One codec launch when every weight routes to the same codec with the same type and the codec
-// takes them (WORKER_LINEAR_MULTI=1 while the fused kernel awaits its device validation);
-// otherwise, or when the codec answers WO_ERR_UNSUPPORTED, one linear call per weight.
+// takes them (unless WORKER_LINEAR_MULTI=0); otherwise, or when the codec answers
+// WO_ERR_UNSUPPORTED, one linear call per weight.
 wo_status host_linear_multi(void *ctx, int32_t n, const wo_tensor *const *w, const void *x, wo_dtype x_type,
                             void *const *y, wo_dtype y_type, int64_t n_tokens) {
   auto &e = impl(ctx);
@@ -164,6 +164,25 @@ wo_status host_linear_multi(void *ctx, int32_t n, const wo_tensor *const *w, con
     if (const wo_status st = host_linear(ctx, w[i], x, x_type, y[i], y_type, n_tokens); st != WO_OK)
       return st;
   return WO_OK;
+}
+
+// The codec's single pass when gate and up share a type (one codec) and it has one; otherwise
+// WO_ERR_UNSUPPORTED with nothing enqueued (the architecture then runs its own linears + swiglu).
+wo_status host_linear_swiglu(void *ctx, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
+  auto &e = impl(ctx);
+  if (!gate || !up || !x || !y) {
+    e.last_codec_error = "linear_swiglu: expected gate, up, x and y, found a NULL";
+    return WO_ERR_INVALID_ARGUMENT;
+  }
+  if (!e.opts.linear_swiglu || gate->ggml_type != up->ggml_type) return WO_ERR_UNSUPPORTED;
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(gate, "linear_swiglu");
+    if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_swiglu) || !q->vt->linear_swiglu)
+      return WO_ERR_UNSUPPORTED;
+    return q->vt->linear_swiglu(&e.host, gate, up, x, x_type, y, y_type, n_tokens);
+  });
 }
 
 void host_trace(void *ctx, const char *name, const void *data, size_t bytes) {
@@ -217,6 +236,7 @@ void Engine::Impl::fill_host() {
   host.trace_enabled = opts.trace ? 1 : 0;
   host.trace = host_trace;
   host.linear_multi = host_linear_multi;
+  host.linear_swiglu = host_linear_swiglu;
 }
 
 } // namespace wo::engine

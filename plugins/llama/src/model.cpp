@@ -289,11 +289,18 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     if (L.o_bias) cuda(k::add_bias(b.o, f32(L.o_bias), n, E, st), "o bias", il);
     residual_then_norm(L.ffn_norm, 0, n, "attention residual + ffn_norm", il);
 
-    // Feed-forward block: x += down(silu(gate(h)) * up(h)).
-    if (fused_ffn) {
+    // Feed-forward block: x += down(silu(gate(h)) * up(h)). One token: gate, up and SiLU in one
+    // codec pass when the host offers it (SDK 1.3), else two linears and the swiglu kernel.
+    const wo_tensor *gate_w = fused_ffn ? &L.gate_half : L.gate;
+    const wo_tensor *up_w = fused_ffn ? &L.up_half : L.up;
+    wo_status glu = WO_ERR_UNSUPPORTED;
+    if (fuse && n == 1 && gate_w->struct_size && up_w->struct_size)
+      glu = wo::linear_swiglu(h, gate_w, up_w, b.h, WO_DTYPE_F32, b.act, WO_DTYPE_F32, n);
+    if (glu != WO_OK && glu != WO_ERR_UNSUPPORTED) host_failed(glu, "linear_swiglu (gate)", gate_w, n, il);
+    if (glu != WO_OK && fused_ffn) {
       linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
       cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
-    } else {
+    } else if (glu != WO_OK) {
       const wo_tensor *w2[2] = {L.gate, L.up};
       float *const y2[2] = {b.ffn, b.ffn + n * FF};
       linear_multi(2, w2, b.h, y2, n, il);

@@ -94,6 +94,10 @@ Weights bind_weights(const HostView &host, const HParams &hp, bool require_devic
     l.ffn_norm = b.vec(n(a.ffn_norm), hp.n_embd, Need::Required);
     if (a.ffn == FfnLayout::FusedGateUp) {
       l.up = b.matrix(n(a.ffn_up), hp.n_embd, 2 * hp.n_ff);
+      if (l.up) {
+        l.gate_half = wo::row_view(*l.up, 0, hp.n_ff);
+        l.up_half = wo::row_view(*l.up, hp.n_ff, hp.n_ff);
+      }
     } else {
       l.gate = b.matrix(n(a.ffn_gate), hp.n_embd, hp.n_ff);
       l.up = b.matrix(n(a.ffn_up), hp.n_embd, hp.n_ff);

@@ -20,6 +20,9 @@ struct LayerWeights {
   const wo_tensor *gate = nullptr; // FfnLayout::Separate
   const wo_tensor *up = nullptr;   // FusedGateUp: rows [gate; up]
   const wo_tensor *down = nullptr;
+  // FusedGateUp: up's gate and up halves as tensors of their own (wo::row_view), for
+  // linear_swiglu; struct_size 0 otherwise.
+  wo_tensor gate_half{}, up_half{};
 };
 
 struct Weights {

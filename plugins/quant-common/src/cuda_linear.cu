@@ -352,6 +352,41 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
   return true;
 }
 
+bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                       const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_swiglu: host is NULL");
+  if (!gate || !up || !x || !y)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "linear_swiglu: gate, up, x or y is NULL");
+  check_dtype(x_type, "x", "linear_swiglu");
+  check_dtype(y_type, "y", "linear_swiglu");
+  if (n_tokens != 1 || !ops.gemv_multi || up->ggml_type != ops.type) return false;
+  const Shape g = weight_shape(ops, gate, "linear_swiglu", false);
+  const Shape u = weight_shape(ops, up, "linear_swiglu", false);
+  if (g.cols != u.cols || g.rows != u.rows || g.row_bytes != u.row_bytes || !vector_path(ops, g.cols))
+    return false;
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_swiglu");
+  check_aligned(y, 4, "y", "linear_swiglu");
+  Segments seg;
+  seg.n = 2;
+  seg.swiglu = true;
+  seg.w[0] = static_cast<const uint8_t *>(gate->data);
+  seg.w[1] = static_cast<const uint8_t *>(up->data);
+  GemvParams p{};
+  p.w = seg.w[0];
+  p.row_bytes = g.row_bytes;
+  p.rows = g.rows;
+  p.cols = g.cols;
+  p.x = x;
+  p.x_f16 = x_type == WO_DTYPE_F16;
+  p.y = y;
+  p.y_f16 = y_type == WO_DTYPE_F16;
+  p.n_tokens = 1;
+  p.n_slots = p.x_slots = p.n_expert = 1;
+  if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
+  check_launch([&] { return "linear_swiglu on " + describe(gate) + ", " + describe(up); });
+  return true;
+}
+
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "gather_rows: host is NULL");

@@ -517,6 +517,58 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
   }
 }
 
+// linear_swiglu (gate, up and SiLU in one pass) equals the two linears followed by the swiglu
+// formula on the host, for every block-quantized type, with a partial CTA of rows; plain types,
+// several tokens and gate/up of different shapes decline with nothing written.
+TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_swiglu) && q->linear_swiglu);
+  if (const char *v = std::getenv("WORKER_QUANT_GEMV"); v && std::string(v) != "3")
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only the default GEMV (variant 3) has the single pass";
+  constexpr double kTol = 1e-5; // the host's expf against the device's; the dots are the same bits
+  for (uint32_t type : kPlugin.types) {
+    const int64_t cols = valid_cols(type, 896), rows = 1000; // 1000: a partial CTA
+    const auto graw = random_blocks(type, rows, cols, rng());
+    const auto uraw = random_blocks(type, rows, cols, rng());
+    DeviceArray<uint8_t> gw(graw.size()), uw(uraw.size());
+    gw.upload(graw.data(), graw.size());
+    uw.upload(uraw.data(), uraw.size());
+    const wo_tensor tg = make_tensor(type, gw.get(), cols, rows),
+                    tu = make_tensor(type, uw.get(), cols, rows);
+    const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
+    DeviceArray<float> x(xf.size()), y(3 * rows), yg(rows), yu(rows);
+    x.upload(xf.data(), xf.size());
+    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+    const wo_status st =
+        q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1);
+    if (!block_type) {
+      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
+      continue;
+    }
+    ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
+    ASSERT_EQ(q->linear(dev->host(), &tg, x.get(), WO_DTYPE_F32, yg.get(), WO_DTYPE_F32, 1), WO_OK);
+    ASSERT_EQ(q->linear(dev->host(), &tu, x.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
+    dev->sync();
+    const auto got = y.download(rows), g = yg.download(rows), u = yu.download(rows);
+    std::vector<float> want(static_cast<size_t>(rows));
+    for (size_t r = 0; r < want.size(); ++r)
+      want[r] = g[r] / (1.0f + std::exp(-g[r])) * u[r];
+    const double err = rel_l2(got.data(), want.data(), want.size());
+    EXPECT_LE(err, kTol) << wo::ggml::type_name(type);
+    std::printf("[ swiglu   ] %-6s %lldx%lld rel_l2=%.3e\n", wo::ggml::type_name(type),
+                static_cast<long long>(rows), static_cast<long long>(cols), err);
+    // Declined, with nothing written: several tokens, and gate and up of different row counts.
+    const std::vector<float> sentinel(static_cast<size_t>(3 * rows), 7.0f);
+    y.upload(sentinel.data(), sentinel.size());
+    EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 3),
+              WO_ERR_UNSUPPORTED);
+    const wo_tensor shorter = make_tensor(type, uw.get(), cols, rows - 8);
+    EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &shorter, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1),
+              WO_ERR_UNSUPPORTED);
+    dev->sync();
+    EXPECT_EQ(y.download(sentinel.size()), sentinel) << "a declined linear_swiglu wrote its output";
+  }
+}
+
 TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {
   const uint32_t type = kPlugin.types.back();
   const int64_t rows = 1000, cols = valid_cols(type, 1024);

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define WORKER_SDK_ABI_MAJOR 1u
-#define WORKER_SDK_ABI_MINOR 2u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi (host, quant) */
+#define WORKER_SDK_ABI_MINOR 3u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -192,6 +192,14 @@ struct wo_host {
    * and otherwise makes the n calls itself. */
   wo_status (*linear_multi)(void *ctx, int32_t n, const wo_tensor *const *w, const void *x, wo_dtype x_type,
                             void *const *y, wo_dtype y_type, int64_t n_tokens);
+
+  /* 1.3 (check WO_HAS_FIELD and NULL): the SwiGLU feed-forward's first half in one pass,
+   * y[t][r] = silu(gate_r . x_t) * (up_r . x_t) with silu(g) = g / (1 + exp(-g)); gate and up have
+   * one type and shape (rows of one length), y has gate's row count per token. Optional: it
+   * answers WO_ERR_UNSUPPORTED with nothing enqueued when no single pass serves these weights or
+   * this n_tokens, and the caller then runs two linears and its own swiglu. */
+  wo_status (*linear_swiglu)(void *ctx, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
 };
 #define WO_LINEAR_MULTI_MAX 4
 
@@ -287,6 +295,11 @@ typedef struct wo_quant_v1 {
    * such path for these weights or this n_tokens; the host then makes n linear calls. */
   wo_status (*linear_multi)(const wo_host *host, int32_t n, const wo_tensor *const *w, const void *x,
                             wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens);
+
+  /* 1.3, optional (may be NULL or absent): wo_host.linear_swiglu for gate and up of one of this
+   * codec's types. WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for them. */
+  wo_status (*linear_swiglu)(const wo_host *host, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
 } wo_quant_v1;
 
 /* ---------------------------------------------------------------------------------------------

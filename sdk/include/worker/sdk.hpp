@@ -255,6 +255,31 @@ inline wo_status linear_multi(const wo_host *h, int32_t n, const wo_tensor *cons
   return WO_OK;
 }
 
+// y = silu(gate x) * (up x) in one pass through the host's linear_swiglu (SDK 1.3).
+// WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or when no single pass serves these
+// weights: the caller then runs the two linears and the swiglu kernel itself.
+inline wo_status linear_swiglu(const wo_host *h, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                               wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
+  if (WO_HAS_FIELD(wo_host, h->struct_size, linear_swiglu) && h->linear_swiglu)
+    return h->linear_swiglu(h->ctx, gate, up, x, x_type, y, y_type, n_tokens);
+  return WO_ERR_UNSUPPORTED;
+}
+
+// Rows [first, first + rows) of a 2-D matrix as a tensor of their own (same type, name and row
+// stride; data and host_data moved by first rows): e.g. the gate and up halves of a fused
+// [gate; up] weight. A zero tensor (struct_size 0) when t is not 2-D, has no row stride or the
+// range leaves it.
+inline wo_tensor row_view(const wo_tensor &t, int64_t first, int64_t rows) {
+  if (t.n_dims != 2 || t.nb1 == 0 || first < 0 || rows <= 0 || first + rows > t.ne[1]) return wo_tensor{};
+  const uint64_t off = static_cast<uint64_t>(first) * t.nb1;
+  wo_tensor v = t;
+  v.ne[1] = rows;
+  v.nbytes = static_cast<uint64_t>(rows) * t.nb1;
+  v.data = t.data ? static_cast<char *>(t.data) + off : nullptr;
+  v.host_data = t.host_data ? static_cast<const char *>(t.host_data) + off : nullptr;
+  return v;
+}
+
 // Fill a descriptor's common fields.
 inline wo_plugin make_descriptor(wo_plugin_kind kind, const char *name, const char *version,
                                  const void *vtable) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -122,6 +123,75 @@ TEST(LinearMulti, OlderHostsGetOneLinearPerWeightAndNewerOnesOneCall) {
   EXPECT_EQ(calls.multi, 1);
   EXPECT_TRUE(calls.linear.empty());
   g_calls = nullptr;
+}
+
+} // namespace
+
+namespace {
+
+int g_swiglu_calls = 0;
+wo_status count_swiglu(void *, const wo_tensor *, const wo_tensor *, const void *, wo_dtype, void *, wo_dtype,
+                       int64_t) {
+  ++g_swiglu_calls;
+  return WO_OK;
+}
+
+// linear_swiglu is optional: a 1.2 host (or one without the service) answers WO_ERR_UNSUPPORTED
+// without calling anything, so the architecture runs its own two linears and swiglu.
+TEST(LinearSwiglu, OlderHostsAnswerUnsupportedAndNewerOnesCallTheService) {
+  wo_tensor g{}, u{};
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  wo_host older{};
+  older.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_swiglu)); // a 1.2 host
+  older.linear_swiglu = count_swiglu; // past its struct_size: must not be called
+  g_swiglu_calls = 0;
+  EXPECT_EQ(wo::linear_swiglu(&older, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_ERR_UNSUPPORTED);
+  EXPECT_EQ(g_swiglu_calls, 0);
+  wo_host none = older;
+  none.struct_size = sizeof(wo_host);
+  none.linear_swiglu = nullptr;
+  EXPECT_EQ(wo::linear_swiglu(&none, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_ERR_UNSUPPORTED);
+  wo_host newer = older;
+  newer.struct_size = sizeof(wo_host);
+  EXPECT_EQ(wo::linear_swiglu(&newer, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1), WO_OK);
+  EXPECT_EQ(g_swiglu_calls, 1);
+}
+
+// row_view: the gate and up halves of a fused [gate; up] matrix, and refusals.
+TEST(RowView, SlicesRowsOfA2dMatrixAndRefusesWhatItCannotSlice) {
+  std::vector<uint8_t> dev(10 * 34), host(10 * 34);
+  wo_tensor t{};
+  t.struct_size = sizeof(t);
+  t.ggml_type = 8; // Q8_0: 34 bytes a row of 32
+  t.name = "blk.0.ffn_up.weight";
+  t.n_dims = 2;
+  t.ne[0] = 32, t.ne[1] = 10, t.ne[2] = t.ne[3] = 1;
+  t.nb1 = 34;
+  t.nbytes = 340;
+  t.data = dev.data();
+  t.host_data = host.data();
+  const wo_tensor up = wo::row_view(t, 5, 5);
+  EXPECT_EQ(up.struct_size, sizeof(wo_tensor));
+  EXPECT_EQ(up.ne[0], 32);
+  EXPECT_EQ(up.ne[1], 5);
+  EXPECT_EQ(up.nbytes, 170u);
+  EXPECT_EQ(up.nb1, 34u);
+  EXPECT_EQ(up.data, dev.data() + 170);
+  EXPECT_EQ(up.host_data, host.data() + 170);
+  EXPECT_STREQ(up.name, t.name);
+  EXPECT_EQ(wo::row_view(t, 0, 5).data, dev.data());
+  wo_tensor no_device = t;
+  no_device.data = nullptr;
+  EXPECT_EQ(wo::row_view(no_device, 5, 5).data, nullptr);
+  EXPECT_EQ(wo::row_view(t, 6, 5).struct_size, 0u) << "past the last row";
+  EXPECT_EQ(wo::row_view(t, -1, 2).struct_size, 0u);
+  EXPECT_EQ(wo::row_view(t, 0, 0).struct_size, 0u);
+  wo_tensor no_stride = t;
+  no_stride.nb1 = 0;
+  EXPECT_EQ(wo::row_view(no_stride, 0, 5).struct_size, 0u);
+  wo_tensor three_d = t;
+  three_d.n_dims = 3;
+  EXPECT_EQ(wo::row_view(three_d, 0, 5).struct_size, 0u);
 }
 
 } // namespace

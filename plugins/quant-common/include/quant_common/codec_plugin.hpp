@@ -117,6 +117,18 @@ template <class Codec> struct CodecPlugin {
       thread_error() = "linear_multi: no one-launch path for these weights; call linear per weight";
     return launched ? WO_OK : WO_ERR_UNSUPPORTED;
   }
+  static wo_status linear_swiglu(const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                                 const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
+    bool launched = false;
+    const wo_status st = guard(thread_error(), [&] {
+      launched =
+          run_linear_swiglu(ops_for(gate, "linear_swiglu"), host, gate, up, x, x_type, y, y_type, n_tokens);
+    });
+    if (st != WO_OK) return st;
+    if (!launched)
+      thread_error() = "linear_swiglu: no single pass for these weights; run two linears and swiglu";
+    return launched ? WO_OK : WO_ERR_UNSUPPORTED;
+  }
 #endif
 
   static wo_quant_v1 vtable() {
@@ -132,6 +144,7 @@ template <class Codec> struct CodecPlugin {
     v.linear = &linear;
     v.linear_id = &linear_id;
     v.linear_multi = &linear_multi;
+    v.linear_swiglu = &linear_swiglu;
 #endif
     v.last_error = &last_error;
     return v;

@@ -46,9 +46,12 @@ constexpr int64_t kGroupMaxExperts = 4096;
 
 // linear_multi: up to kMaxSegments weights of one type and row length read as one stack of rows;
 // rows [end[i-1], end[i]) (end[-1] = 0) are weight i's, read from w[i] and written to y[i].
+// linear_swiglu (swiglu set, n = 2): w[0] is gate and w[1] up, one shape; row r of the output
+// (GemvParams::y) is silu(gate_r . x) * (up_r . x), both dots in the same warp.
 constexpr int kMaxSegments = WO_LINEAR_MULTI_MAX;
 struct Segments {
   int n = 0; // 0: a single weight (GemvParams::w and y)
+  bool swiglu = false;
   const uint8_t *w[kMaxSegments] = {};
   void *y[kMaxSegments] = {};
   int64_t end[kMaxSegments] = {};
@@ -114,6 +117,10 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
 // int8 GEMV); nothing is enqueued then.
 bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const wo_tensor *const *w,
                       const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens);
+// linear_swiglu: y = silu(gate x) * (up x) in one launch. False (nothing enqueued) when there is no
+// such path (n_tokens != 1, gate and up of different shapes, a type or shape without the int8 GEMV).
+bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                       const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,

@@ -71,15 +71,19 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
+// Unrolled selects with constant indices: a loop with a variable index into the kernel parameter
+// made ptxas copy all of Segments to a per-thread stack (104 bytes) in every GEMV launch.
 __device__ __forceinline__ const uint8_t *segment_row(const Segments &seg, uint64_t row_bytes, int64_t row,
                                                       void *&y, int64_t &yi) {
-  int s = 0;
-  while (s + 1 < seg.n && row >= seg.end[s])
-    ++s;
-  const int64_t r = row - (s ? seg.end[s - 1] : 0);
-  y = seg.y[s];
-  yi = r;
-  return seg.w[s] + r * row_bytes;
+  const uint8_t *w = seg.w[0];
+  void *out = seg.y[0];
+  int64_t first = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSegments; ++s)
+    if (s < seg.n && row >= seg.end[s - 1]) w = seg.w[s], out = seg.y[s], first = seg.end[s - 1];
+  y = out;
+  yi = row - first;
+  return w + yi * row_bytes;
 }
 
 // Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
@@ -293,7 +297,12 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
   }
 }
 
-template <class D>
+// What a gemv_int8x_kernel instance reads: one weight (linear, linear_id), the stacked weights of
+// linear_multi, or gate and up of linear_swiglu. A template argument, so that the plain GEMV
+// carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
+enum class Int8xMode { Plain, Stacked, Swiglu };
+
+template <class D, Int8xMode M>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     gemv_int8x_kernel(const GemvParams p, const Segments seg) {
   using X = XDot<D>;
@@ -311,10 +320,13 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32;
     void *y;
     int64_t yi;
-    const uint8_t *w = seg.n ? segment_row(seg, p.row_bytes, row, y, yi) : p.w + row * p.row_bytes;
+    const uint8_t *w =
+        M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : p.w + row * p.row_bytes;
     if (row < p.rows)
-      for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128)
+      for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128) {
         wo::pdl::prefetch_l2(w + off);
+        if (M == Int8xMode::Swiglu) wo::pdl::prefetch_l2(seg.w[1] + row * p.row_bytes + off);
+      }
   }
   wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
@@ -331,21 +343,31 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
       }
       void *y = p.y;
       int64_t yi = q.y_off + row;
-      const uint8_t *w = seg.n ? segment_row(seg, p.row_bytes, row, y, yi) : q.w + row * p.row_bytes;
-      float acc = 0.0f;
-      // kInt8xUnroll parts per lane per step, all loads issued before any is used: rows are short
-      // (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit)
-      // and drops it instead of leaving a remainder loop that serializes the loads.
-      for (int64_t i0 = lane; i0 < n_parts; i0 += 32 * kInt8xUnroll) {
+      const uint8_t *w =
+          M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : q.w + row * p.row_bytes;
+      // The warp's dot of weight row wr with the staged x. kInt8xUnroll parts per lane per step,
+      // all loads issued before any is used: rows are short (896 columns = 112 Q8_0 parts), so a
+      // lane past the end re-reads the last part (an L1 hit) and drops it instead of leaving a
+      // remainder loop that serializes the loads.
+      const auto row_dot = [&](const uint8_t *wr) {
+        float acc = 0.0f;
+        for (int64_t i0 = lane; i0 < n_parts; i0 += 32 * kInt8xUnroll) {
 #pragma unroll
-        for (int u = 0; u < kInt8xUnroll; ++u) {
-          const int64_t i = min(i0 + 32 * u, n_parts - 1);
-          const int64_t blk = i / X::PARTS;
-          const float v = X::dot(w + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq, blk * (D::QK / 32));
-          acc += i0 + 32 * u < n_parts ? v : 0.0f;
+          for (int u = 0; u < kInt8xUnroll; ++u) {
+            const int64_t i = min(i0 + 32 * u, n_parts - 1);
+            const int64_t blk = i / X::PARTS;
+            const float v =
+                X::dot(wr + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq, blk * (D::QK / 32));
+            acc += i0 + 32 * u < n_parts ? v : 0.0f;
+          }
         }
+        return warp_sum(acc);
+      };
+      float acc = row_dot(w);
+      if (M == Int8xMode::Swiglu) { // as the swiglu kernel computes it from the two linears' outputs
+        const float u = row_dot(seg.w[1] + row * p.row_bytes);
+        acc = acc / (1.0f + expf(-acc)) * u;
       }
-      acc = warp_sum(acc);
       if (lane == 0) store_y(y, yi, acc, p.y_f16);
     }
   }
@@ -537,7 +559,10 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s, const 
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
                   grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
-  (void)wo::pdl::launch(gemv_int8x_kernel<D>, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg);
+  const auto kernel = seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain>
+                      : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu>
+                                   : gemv_int8x_kernel<D, Int8xMode::Stacked>;
+  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg);
   return true;
 }
 
@@ -572,8 +597,8 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   }
 }
 
-// linear_multi's one launch: the int8 GEMV (variant 3) reads the stacked weights' rows; every
-// other kernel and type declines.
+// linear_multi's and linear_swiglu's one launch: the int8 GEMV (variant 3) reads the stacked
+// weights' rows (or gate's and up's rows in one warp); every other kernel and type declines.
 template <class D> bool launch_gemv_multi(const GemvParams &p, const Segments &seg, void *stream) {
   if constexpr (has_xdot<D>()) {
     if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && seg.n > 0)
