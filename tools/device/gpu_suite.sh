@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the device machine from the repo root: every GPU test, the model reference harness over
 # all fixture models (repo + staged under /tmp/wo), then the HTTP end-to-end checks.
+# QUICK=1 (carry .device-run and .device-ref, nothing staged): every GPU test and the references
+# of the models in tests/fixtures only; no e2e (its model is staged).
 set -uo pipefail
 D=$PWD/.device-run
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
@@ -10,6 +12,9 @@ mkdir -p /tmp/wo/models
 cp -n tests/fixtures/models/*.gguf /tmp/wo/models/ 2>/dev/null
 export WORKER_MODELS_DIR=/tmp/wo/models
 export WORKER_REFERENCE_DIR=/tmp/wo/reference
+if [ -n "${QUICK:-}" ]; then
+  export WORKER_MODELS_DIR=$PWD/tests/fixtures/models WORKER_REFERENCE_DIR=$PWD/.device-ref
+fi
 export WORKER_ORCD_BIN=$D/bin/worker-orcd
 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -18,6 +23,7 @@ for t in "$D"/bin/*gpu_test "$D"/bin/model_reference_test; do
   echo "=== $(basename "$t")"
   "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' | tail -40 || fail=1
 done
+[ -n "${QUICK:-}" ] && { echo "suite exit $fail (QUICK: no e2e)"; exit $fail; }
 echo "=== e2e HTTP (qwen2-tiny-Q8_0)"
 python3 "$D"/e2e_http.py "$D"/bin/worker-orcd /tmp/wo/models/qwen2-tiny-Q8_0.gguf "$D"/plugins || fail=1
 echo "=== /health of the gpt-oss fixture (quant_kind MXFP4)"

@@ -77,6 +77,7 @@ struct GemvParams {
   // expert_bytes offset from linear_id's weight pointer (every slot read expert 0's rows; caught
   // by GpuCodec.LinearIdMatchesPerExpertLinear).
 };
+static_assert(sizeof(GemvParams) <= 128, "GemvParams is a kernel argument: keep it small (see the note above)");
 
 // Dequantize n_rows rows (row ids[i], or row0 + i when ids is null) into out[i][cols].
 struct DequantParams {
