@@ -29,6 +29,7 @@ const char *kUsage =
     "usage: worker-orcd run --model M (--prompt TEXT | --prompt-ids 1,2,3) [--n 24] [--json]\n"
     "                       [--logits-out FILE] [--plugin-dir D] [--gpu-device N] [--vram-budget-mb N]\n"
     "                       [--n-ctx N] [--kv-cache-size-mb N] [--tokenizer-json F] [--unfused]\n"
+    "                       [--step N --step-logits-out FILE]\n"
     "  --model           GGUF model: a path, file:/path or ram:NAME\n"
     "  --prompt          prompt text, tokenized with the model's special tokens (BOS as its metadata says)\n"
     "  --prompt-ids      prompt as comma-separated token ids (no tokenizer involved)\n"
@@ -41,7 +42,9 @@ const char *kUsage =
     "  --n-ctx           session capacity in tokens (default: the model's context, capped)\n"
     "  --kv-cache-size-mb cap on the KV cache\n"
     "  --tokenizer-json  use this tokenizer.json instead of the GGUF vocabulary\n"
-    "  --unfused         run the architecture's plain, unfused kernels (debugging)\n";
+    "  --unfused         run the architecture's plain, unfused kernels (debugging)\n"
+    "  --step-logits-out write the logits generated token --step (default 0) is chosen from, as the\n"
+    "                    server's WORKER_DEBUG_STEP_LOGITS=STEP:FILE does (float32 little-endian)\n";
 
 struct RunArgs {
   wo::engine::EngineOptions engine;
@@ -52,6 +55,8 @@ struct RunArgs {
   int64_t n = 24;
   bool json = false;
   std::string logits_out;
+  int64_t step = 0;
+  std::string step_logits_out;
 };
 
 // Strict integer parsing: the whole text, in range, or a message naming the option and value.
@@ -114,7 +119,11 @@ int parse_args(int argc, char **argv, RunArgs &a) {
       if (!parse_int(k, v, 0, 1 << 20, a.n)) return 1;
     } else if (k == "--logits-out")
       a.logits_out = v;
-    else if (k == "--plugin-dir")
+    else if (k == "--step-logits-out")
+      a.step_logits_out = v;
+    else if (k == "--step") {
+      if (!parse_int(k, v, 0, 1 << 20, a.step)) return 1;
+    } else if (k == "--plugin-dir")
       a.engine.plugin_dir = v;
     else if (k == "--tokenizer-json")
       a.engine.tokenizer_json = v;
@@ -135,6 +144,11 @@ int parse_args(int argc, char **argv, RunArgs &a) {
   }
   if (a.engine.model.empty()) {
     std::fprintf(stderr, "run: --model: expected a model, found none\n%s", kUsage);
+    return 1;
+  }
+  if (!a.step_logits_out.empty() && a.step >= std::max<int64_t>(a.n, 1)) {
+    std::fprintf(stderr, "run: --step: expected a generated token index below --n %lld, found %lld\n",
+                 static_cast<long long>(a.n), static_cast<long long>(a.step));
     return 1;
   }
   if (a.have_prompt == a.have_ids) {
@@ -226,6 +240,11 @@ int run_main(int argc, char **argv) {
     // The continuation starts as serve's does: the prompt again with only the last row's logits
     // (the LM head then runs as a GEMV, not as the all-rows GEMM above, which rounds otherwise).
     engine.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+    // --step-logits-out: the logits generated token `step` is chosen from (the server's debug dump).
+    const auto dump_step = [&](int64_t i) {
+      if (!a.step_logits_out.empty() && i == a.step) engine.dump_logits(a.step_logits_out);
+    };
+    dump_step(0);
     int32_t next = argmax(engine.logits_host().data(), n_vocab);
     // Decode as `serve` does, the id in device memory, so the step replays the same CUDA graph and
     // computes the same logits (this command is the reference the HTTP stream is checked against).
@@ -242,6 +261,7 @@ int run_main(int argc, char **argv) {
           e != cudaSuccess)
         throw wo::Error(WO_ERR_CUDA, std::string("run: token upload: ") + cudaGetErrorString(e));
       engine.forward(static_cast<const int32_t *>(d_next), 1, pos++, false, /*ids_on_device=*/true);
+      dump_step(i + 1);
       std::vector<float> l = engine.logits_host();
       next = argmax(l.data(), n_vocab);
     }

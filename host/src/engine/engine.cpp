@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 
 namespace wo::engine {
@@ -445,6 +446,15 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
 int64_t Engine::logits_rows() const { return impl_->logits_rows; }
 size_t Engine::decode_graphs() const { return impl_->graphs ? impl_->graphs->captures() : 0; }
 const float *Engine::logits_device() const { return impl_->logits; }
+
+void Engine::dump_logits(const std::string &path) const {
+  const std::vector<float> l = logits_host();
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char *>(l.data()), static_cast<std::streamsize>(l.size() * sizeof(float)));
+  if (!f)
+    throw Error(WO_ERR_IO, "dump_logits: cannot write " + std::to_string(l.size() * sizeof(float)) +
+                               " bytes to '" + path + "'");
+}
 
 std::vector<float> Engine::logits_host(int64_t row) const {
   const auto &e = *impl_;

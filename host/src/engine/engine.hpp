@@ -156,6 +156,9 @@ public:
   std::vector<float> logits_host(int64_t row = -1) const;
   // Every row, [logits_rows()][vocab_size()] (synchronizes).
   std::vector<float> all_logits_host() const;
+  // Writes logits_host() (the last row) to `path` as float32 little-endian: the debugging dump
+  // `run --step-logits-out` and the server's WORKER_DEBUG_STEP_LOGITS compare bit for bit.
+  void dump_logits(const std::string &path) const;
 
   cudaStream_t stream() const;
   void synchronize() const; // waits for the stream; throws WO_ERR_CUDA naming the failure

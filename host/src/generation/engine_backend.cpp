@@ -7,7 +7,9 @@
 #include <worker/sdk.hpp>
 #include <worker/utf8_stream.hpp>
 
+#include <cstdlib>
 #include <random>
+#include <string>
 
 namespace wo::generation {
 namespace {
@@ -43,6 +45,19 @@ EngineBackend::EngineBackend(std::unique_ptr<wo::engine::Engine> engine) : engin
   // in the middle of a job), jobs allocate nothing, and the decode graphs captured by the first
   // job serve the next ones. Each job restarts the sequence at position 0.
   engine_->begin_session();
+  if (const char *d = std::getenv("WORKER_DEBUG_STEP_LOGITS")) {
+    const std::string spec = d;
+    const size_t colon = spec.find(':');
+    char *end = nullptr;
+    const long long step = colon == std::string::npos ? -1 : std::strtoll(spec.c_str(), &end, 10);
+    if (colon == std::string::npos || end != spec.c_str() + colon || step < 0 || colon + 1 == spec.size())
+      throw wo::Error(WO_ERR_INVALID_ARGUMENT,
+                      "WORKER_DEBUG_STEP_LOGITS: expected STEP:FILE (e.g. 20:/tmp/step20.f32), found '" +
+                          spec + "'");
+    debug_step_ = step;
+    debug_step_file_ = spec.substr(colon + 1);
+    wo::observe::warn("debug_step_logits", {{"step", debug_step_}, {"file", debug_step_file_}});
+  }
 
   const auto info = engine_->info();
   auto &f = facts_;
@@ -139,6 +154,7 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
     for (int64_t i = 0; i < budget; ++i) {
       if (cancel.load()) return failure(CANCELLED, "job cancelled", false);
       if (Clock::now() >= deadline) return failure(INFERENCE_TIMEOUT, "inference deadline passed", true);
+      if (i == debug_step_) engine_->dump_logits(debug_step_file_);
       const double u = sp.greedy() ? 0.0 : wo::sampling::uniform_from_bits(rng());
       sampler_->sample(engine_->logits_device(), sp, u);
       const int32_t id = sampler_->fetch_id();

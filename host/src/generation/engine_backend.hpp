@@ -20,19 +20,25 @@ public:
   wo::http::ModelFacts facts() const override;
   uint32_t count_prompt_tokens(const std::string &prompt) override;
   wo::http::JobResult run(const wo::http::JobRequest &request, wo::http::TokenSink &sink,
-                          const std::atomic<bool> &cancel, std::chrono::steady_clock::time_point deadline) override;
+                          const std::atomic<bool> &cancel,
+                          std::chrono::steady_clock::time_point deadline) override;
 
   wo::engine::Engine &engine() { return *engine_; }
 
 private:
   wo::http::JobResult run_job(const wo::http::JobRequest &request, wo::http::TokenSink &sink,
-                              const std::atomic<bool> &cancel, std::chrono::steady_clock::time_point deadline);
+                              const std::atomic<bool> &cancel,
+                              std::chrono::steady_clock::time_point deadline);
 
   std::unique_ptr<wo::engine::Engine> engine_;
   std::unique_ptr<wo::sampling::GpuSampler> sampler_;
   mutable std::mutex facts_mu_;
   wo::http::ModelFacts facts_;
   std::mutex tokenizer_mu_;
+  // WORKER_DEBUG_STEP_LOGITS=N:FILE (debugging): every job writes the logits its generated token N
+  // is chosen from to FILE, as `worker-orcd run --step N --step-logits-out FILE` does.
+  int64_t debug_step_ = -1;
+  std::string debug_step_file_;
 };
 
 } // namespace wo::generation
