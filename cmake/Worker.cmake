@@ -36,6 +36,7 @@ function(worker_add_test name)
   add_executable(${name} ${T_SOURCES})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${WORKER_TEST_OUTPUT_DIR})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest_main Threads::Threads)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support) # run_command.hpp
   target_compile_definitions(${name} PRIVATE
     WORKER_FIXTURES_DIR_DEFAULT="${WORKER_FIXTURES_DIR}"
     WORKER_PLUGIN_DIR_DEFAULT="${WORKER_PLUGIN_OUTPUT_DIR}"

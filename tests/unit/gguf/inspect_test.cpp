@@ -6,6 +6,7 @@
 #include "gguf/model_summary.hpp"
 #include "gguf/native_dequant.hpp"
 #include "gguf_builder.hpp"
+#include "run_command.hpp"
 
 #include <worker/ggml_types.hpp>
 
@@ -17,7 +18,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace wo::gguf {
@@ -28,24 +28,9 @@ namespace fs = std::filesystem;
 
 std::string binary() { return std::string(WORKER_BUILD_DIR) + "/bin/worker-orcd"; }
 
-struct CmdResult {
-  int code = -1;
-  std::string out;
-};
-
 // Runs the worker binary with args (already shell-quoted); stdout captured, stderr to err_file.
-CmdResult run(const std::string &args, const std::string &err_file = "/dev/null") {
-  CmdResult r;
-  std::string cmd = "'" + binary() + "' " + args + " 2>'" + err_file + "'";
-  FILE *p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+wo::test::CommandResult run(const std::string &args, const std::string &err_file = "/dev/null") {
+  return wo::test::run_command("'" + binary() + "' " + args + " 2>'" + err_file + "'");
 }
 
 std::string tmp_path(const std::string &name) {
@@ -69,8 +54,8 @@ protected:
 
 TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
   const std::string name = GetParam();
-  CmdResult r = run("inspect --json '" + model_path(name) + "'");
-  ASSERT_EQ(r.code, 0) << r.out;
+  wo::test::CommandResult r = run("inspect --json '" + model_path(name) + "'");
+  ASSERT_EQ(r.status, 0) << r.out;
   rapidjson::Document d;
   ASSERT_FALSE(d.Parse(r.out.c_str()).HasParseError()) << r.out;
 
@@ -165,8 +150,8 @@ TEST_P(InspectFixture, JsonMatchesTheFixtureFacts) {
 }
 
 TEST_P(InspectFixture, TensorsListEveryTensor) {
-  CmdResult r = run("inspect --json --tensors '" + model_path(GetParam()) + "'");
-  ASSERT_EQ(r.code, 0);
+  wo::test::CommandResult r = run("inspect --json --tensors '" + model_path(GetParam()) + "'");
+  ASSERT_EQ(r.status, 0);
   rapidjson::Document d;
   ASSERT_FALSE(d.Parse(r.out.c_str()).HasParseError());
   auto f = File::open(model_path(GetParam()));
@@ -189,8 +174,8 @@ TEST_P(InspectFixture, BrokenCopiesExitWithOneAndAMessage) {
   const uint64_t cuts[] = {2, 20, f->data_offset() / 2, f->data_offset() + 1, bytes.size() - 1};
   for (uint64_t n : cuts) {
     write_all(copy, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
-    CmdResult r = run("inspect --json '" + copy + "'", err);
-    EXPECT_EQ(r.code, 1) << "cut at " << n;
+    wo::test::CommandResult r = run("inspect --json '" + copy + "'", err);
+    EXPECT_EQ(r.status, 1) << "cut at " << n;
     EXPECT_TRUE(r.out.empty()) << r.out;
     auto msg = read_all(err);
     std::string text(msg.begin(), msg.end());
@@ -200,8 +185,8 @@ TEST_P(InspectFixture, BrokenCopiesExitWithOneAndAMessage) {
   const uint32_t v1 = 1;
   std::memcpy(bad.data() + 4, &v1, 4);
   write_all(copy, bad);
-  CmdResult r = run("inspect '" + copy + "'", err);
-  EXPECT_EQ(r.code, 1);
+  wo::test::CommandResult r = run("inspect '" + copy + "'", err);
+  EXPECT_EQ(r.status, 1);
   std::remove(copy.c_str());
   std::remove(err.c_str());
 }
@@ -334,8 +319,8 @@ TEST(DumpTensor, WritesF32F16Bf16AsFloat32RowMajor) {
   const std::vector<std::pair<std::string, const std::vector<float> *>> cases = {
       {"f32", &f32}, {"f16", &want16}, {"bf16", &wantbf}};
   for (const auto &[name, want] : cases) {
-    CmdResult r = run("dump-tensor '" + model + "' " + name + " --out '" + out + "'");
-    ASSERT_EQ(r.code, 0) << name;
+    wo::test::CommandResult r = run("dump-tensor '" + model + "' " + name + " --out '" + out + "'");
+    ASSERT_EQ(r.status, 0) << name;
     auto got = read_all(out);
     ASSERT_EQ(got.size(), want->size() * 4) << name;
     for (size_t i = 0; i < want->size(); ++i) {
@@ -344,8 +329,8 @@ TEST(DumpTensor, WritesF32F16Bf16AsFloat32RowMajor) {
       ASSERT_EQ(g, (*want)[i]) << name << "[" << i << "]"; // conversions are exact
     }
   }
-  CmdResult missing = run("dump-tensor '" + model + "' nope --out '" + out + "'");
-  EXPECT_EQ(missing.code, 1);
+  wo::test::CommandResult missing = run("dump-tensor '" + model + "' nope --out '" + out + "'");
+  EXPECT_EQ(missing.status, 1);
   std::remove(model.c_str());
   std::remove(out.c_str());
 }
@@ -377,10 +362,10 @@ TEST(DumpTensor, QuantTypesMatchTheGoldensThroughTheirCodec) {
     auto bytes = b.build();
     std::memcpy(bytes.data() + b.data_offset, raw.data(), raw.size());
     write_all(model, bytes);
-    CmdResult r = run("dump-tensor '" + model + "' w --out '" + out + "' --plugin-dir '" +
-                          std::string(WORKER_PLUGIN_DIR_DEFAULT) + "'",
-                      err);
-    if (r.code != 0) {
+    wo::test::CommandResult r = run("dump-tensor '" + model + "' w --out '" + out + "' --plugin-dir '" +
+                                        std::string(WORKER_PLUGIN_DIR_DEFAULT) + "'",
+                                    err);
+    if (r.status != 0) {
       auto msg = read_all(err);
       std::string text(msg.begin(), msg.end());
       EXPECT_NE(text.find("found none"), std::string::npos)

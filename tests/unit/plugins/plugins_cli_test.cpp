@@ -1,41 +1,26 @@
 // `worker-orcd plugins` end to end: the real executable, its JSON contract (an array of objects
 // with exactly path, name, kind, version, abi, accepted, reason), its table, and its errors.
+#include "run_command.hpp"
+
 #include <rapidjson/document.h>
 #include <worker/sdk.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <set>
 #include <string>
-#include <sys/wait.h>
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out; // stdout and stderr
-};
-
-Outcome run(const std::string &args, bool with_stderr = false) {
-  std::string cmd =
-      std::string("'") + WORKER_ORCD_EXE + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Outcome r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+wo::test::CommandResult run(const std::string &args, bool with_stderr = false) {
+  return wo::test::run_command(std::string("'") + WORKER_ORCD_EXE + "' " + args +
+                               (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 std::string case_dir(const std::string &c) { return std::string(WORKER_TEST_PLUGIN_ROOT) + "/" + c; }
@@ -62,7 +47,7 @@ void expect_exact_keys(const rapidjson::Value &o) {
 } // namespace
 
 TEST(PluginsCommand, JsonListsEveryCandidateWithTheContractsKeys) {
-  Outcome r = run("plugins --json --plugin-dir '" + case_dir("duplicate") + "'");
+  wo::test::CommandResult r = run("plugins --json --plugin-dir '" + case_dir("duplicate") + "'");
   ASSERT_EQ(r.status, 0) << r.out;
   auto d = parse_listing(r.out);
   ASSERT_EQ(d.Size(), 2u);
@@ -80,24 +65,24 @@ TEST(PluginsCommand, JsonListsEveryCandidateWithTheContractsKeys) {
 }
 
 TEST(PluginsCommand, TableShowsStatusAndReasons) {
-  Outcome r = run("plugins --plugin-dir '" + case_dir("abi_major") + "'");
+  wo::test::CommandResult r = run("plugins --plugin-dir '" + case_dir("abi_major") + "'");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("plugin directory: " + case_dir("abi_major")));
   EXPECT_THAT(r.out, HasSubstr("REJECTED"));
   EXPECT_THAT(r.out, HasSubstr("reason: ABI major mismatch"));
   EXPECT_THAT(r.out, HasSubstr("0 accepted, 1 rejected"));
-  Outcome good = run("plugins --plugin-dir=" + case_dir("good"));
+  wo::test::CommandResult good = run("plugins --plugin-dir=" + case_dir("good"));
   EXPECT_THAT(good.out, HasSubstr("3 accepted, 0 rejected"));
 }
 
 TEST(PluginsCommand, MissingDirectoryAndBadArgumentsExitOneWithAMessage) {
-  Outcome r = run("plugins --plugin-dir /nonexistent/wo-plugins", true);
+  wo::test::CommandResult r = run("plugins --plugin-dir /nonexistent/wo-plugins", true);
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.out, HasSubstr("--plugin-dir '/nonexistent/wo-plugins' is not a directory"));
-  Outcome bad = run("plugins --frobnicate", true);
+  wo::test::CommandResult bad = run("plugins --frobnicate", true);
   EXPECT_EQ(bad.status, 1);
   EXPECT_THAT(bad.out, HasSubstr("unexpected argument '--frobnicate'"));
-  Outcome help = run("plugins --help");
+  wo::test::CommandResult help = run("plugins --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_THAT(help.out, HasSubstr("--json"));
 }
@@ -109,7 +94,8 @@ TEST(PluginsCommand, TheProjectsOwnPluginsAreAllAccepted) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     n_so += it->path().extension() == ".so";
   if (n_so == 0) GTEST_SKIP() << "no plugins built in " << dir;
-  Outcome r = run("plugins --json"); // default dir: <exe dir>/../plugins = the build's plugin folder
+  wo::test::CommandResult r =
+      run("plugins --json"); // default dir: <exe dir>/../plugins = the build's plugin folder
   ASSERT_EQ(r.status, 0) << r.out;
   auto d = parse_listing(r.out);
   EXPECT_EQ(d.Size(), n_so);
