@@ -190,13 +190,14 @@ void Engine::Impl::load(const EngineOptions &o) {
   ever_loaded = true;
   opts = o;
   // Debugging switches (issue 11): launch every kernel one by one; run the plain, unfused kernels.
-  if (const char *g = std::getenv("WORKER_CUDA_GRAPHS"); g && std::string(g) == "0") opts.cuda_graphs = false;
-  if (const char *m = std::getenv("WORKER_LINEAR_MULTI"); m && std::string(m) == "0")
-    opts.linear_multi = false;
-  if (const char *m = std::getenv("WORKER_LINEAR_SWIGLU"); m && std::string(m) == "1")
-    opts.linear_swiglu = true;
-  if (const char *u = std::getenv("WORKER_ARCH_UNFUSED"); u && std::string(u) == "1")
-    opts.arch_flags |= WO_ARCH_UNFUSED;
+  const auto env_is = [](const char *name, const char *value) {
+    const char *v = std::getenv(name);
+    return v && std::string(v) == value;
+  };
+  if (env_is("WORKER_CUDA_GRAPHS", "0")) opts.cuda_graphs = false;
+  if (env_is("WORKER_LINEAR_MULTI", "0")) opts.linear_multi = false;
+  if (env_is("WORKER_LINEAR_SWIGLU", "1")) opts.linear_swiglu = true;
+  if (env_is("WORKER_ARCH_UNFUSED", "1")) opts.arch_flags |= WO_ARCH_UNFUSED;
   if (opts.n_batch <= 0)
     throw Error(WO_ERR_INVALID_ARGUMENT, "n_batch: expected > 0, found " + std::to_string(opts.n_batch));
   if (opts.upload_chunk_bytes == 0)

@@ -297,14 +297,16 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     if (fuse && n == 1 && gate_w->struct_size && up_w->struct_size)
       glu = wo::linear_swiglu(h, gate_w, up_w, b.h, WO_DTYPE_F32, b.act, WO_DTYPE_F32, n);
     if (glu != WO_OK && glu != WO_ERR_UNSUPPORTED) host_failed(glu, "linear_swiglu (gate)", gate_w, n, il);
-    if (glu != WO_OK && fused_ffn) {
-      linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
-      cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
-    } else if (glu != WO_OK) {
-      const wo_tensor *w2[2] = {L.gate, L.up};
-      float *const y2[2] = {b.ffn, b.ffn + n * FF};
-      linear_multi(2, w2, b.h, y2, n, il);
-      cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
+    if (glu == WO_ERR_UNSUPPORTED) {
+      if (fused_ffn) {
+        linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
+        cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
+      } else {
+        const wo_tensor *w2[2] = {L.gate, L.up};
+        float *const y2[2] = {b.ffn, b.ffn + n * FF};
+        linear_multi(2, w2, b.h, y2, n, il);
+        cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
+      }
     }
     linear(L.down, b.act, b.o, n, il);
     if (il + 1 < hp_.n_layer)

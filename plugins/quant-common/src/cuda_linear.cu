@@ -305,6 +305,26 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   check_launch(what);
 }
 
+namespace {
+// The one-token GEMV of linear_multi and linear_swiglu: rows of w_first's row format, x -> y.
+GemvParams one_token_params(const uint8_t *w_first, int64_t rows, int64_t cols, uint64_t row_bytes,
+                            const void *x, wo_dtype x_type, void *y, wo_dtype y_type, const char *op) {
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", op);
+  GemvParams p{};
+  p.w = w_first;
+  p.rows = rows;
+  p.cols = cols;
+  p.row_bytes = row_bytes;
+  p.x = x;
+  p.x_f16 = x_type == WO_DTYPE_F16;
+  p.y = y;
+  p.y_f16 = y_type == WO_DTYPE_F16;
+  p.n_tokens = 1;
+  p.n_slots = p.x_slots = p.n_expert = 1;
+  return p;
+}
+} // namespace
+
 bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const wo_tensor *const *w,
                       const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: host is NULL");
@@ -314,17 +334,15 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
   check_dtype(x_type, "x", "linear_multi");
   check_dtype(y_type, "y", "linear_multi");
   if (n_tokens != 1 || !ops.gemv_multi) return false;
-  GemvParams p{};
   Segments seg;
+  Shape first{};
   for (int32_t i = 0; i < n; ++i) {
     if (!w[i] || w[i]->ggml_type != ops.type) return false; // the host routes mixed types one by one
     const Shape sh = weight_shape(ops, w[i], "linear_multi", false);
-    if (i == 0) {
-      p.cols = sh.cols;
-      p.row_bytes = sh.row_bytes;
-    } else if (sh.cols != p.cols || sh.row_bytes != p.row_bytes) {
+    if (i == 0)
+      first = sh;
+    else if (sh.cols != first.cols || sh.row_bytes != first.row_bytes)
       return false;
-    }
     if (!vector_path(ops, sh.cols)) return false;
     if (!y[i]) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: output " + std::to_string(i) + " is NULL");
     check_aligned(y[i], 4, "y", "linear_multi");
@@ -332,16 +350,9 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
     seg.y[i] = y[i];
     seg.end[i] = (i ? seg.end[i - 1] : 0) + sh.rows;
   }
-  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_multi");
   seg.n = n;
-  p.w = seg.w[0];
-  p.rows = seg.end[n - 1];
-  p.x = x;
-  p.x_f16 = x_type == WO_DTYPE_F16;
-  p.y = y[0];
-  p.y_f16 = y_type == WO_DTYPE_F16;
-  p.n_tokens = 1;
-  p.n_slots = p.x_slots = p.n_expert = 1;
+  const GemvParams p = one_token_params(seg.w[0], seg.end[n - 1], first.cols, first.row_bytes, x, x_type,
+                                        y[0], y_type, "linear_multi");
   if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
   check_launch([&] {
     std::string names;
@@ -364,24 +375,14 @@ bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor 
   const Shape u = weight_shape(ops, up, "linear_swiglu", false);
   if (g.cols != u.cols || g.rows != u.rows || g.row_bytes != u.row_bytes || !vector_path(ops, g.cols))
     return false;
-  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_swiglu");
-  check_aligned(y, 4, "y", "linear_swiglu");
   Segments seg;
   seg.n = 2;
   seg.swiglu = true;
   seg.w[0] = static_cast<const uint8_t *>(gate->data);
   seg.w[1] = static_cast<const uint8_t *>(up->data);
-  GemvParams p{};
-  p.w = seg.w[0];
-  p.row_bytes = g.row_bytes;
-  p.rows = g.rows;
-  p.cols = g.cols;
-  p.x = x;
-  p.x_f16 = x_type == WO_DTYPE_F16;
-  p.y = y;
-  p.y_f16 = y_type == WO_DTYPE_F16;
-  p.n_tokens = 1;
-  p.n_slots = p.x_slots = p.n_expert = 1;
+  const GemvParams p =
+      one_token_params(seg.w[0], g.rows, g.cols, g.row_bytes, x, x_type, y, y_type, "linear_swiglu");
+  check_aligned(y, 4, "y", "linear_swiglu");
   if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
   check_launch([&] { return "linear_swiglu on " + describe(gate) + ", " + describe(up); });
   return true;

@@ -105,29 +105,29 @@ template <class Codec> struct CodecPlugin {
       run_linear_id(ops_for(w, "linear_id"), host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
     });
   }
+  // The optional one-launch entries: run() says whether it launched; WO_ERR_UNSUPPORTED with
+  // `declined` as the error text when it did not (nothing enqueued, the caller takes another path).
+  template <class F> static wo_status one_launch(const char *declined, F &&run) {
+    bool launched = false;
+    const wo_status st = guard(thread_error(), [&] { launched = run(); });
+    if (st != WO_OK) return st;
+    if (launched) return WO_OK;
+    thread_error() = declined;
+    return WO_ERR_UNSUPPORTED;
+  }
   static wo_status linear_multi(const wo_host *host, int32_t n, const wo_tensor *const *w, const void *x,
                                 wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
-    bool launched = false;
-    const wo_status st = guard(thread_error(), [&] {
+    return one_launch("linear_multi: no one-launch path for these weights; call linear per weight", [&] {
       if (!w || n < 1) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: no weights");
-      launched = run_linear_multi(ops_for(w[0], "linear_multi"), host, n, w, x, x_type, y, y_type, n_tokens);
+      return run_linear_multi(ops_for(w[0], "linear_multi"), host, n, w, x, x_type, y, y_type, n_tokens);
     });
-    if (st != WO_OK) return st;
-    if (!launched)
-      thread_error() = "linear_multi: no one-launch path for these weights; call linear per weight";
-    return launched ? WO_OK : WO_ERR_UNSUPPORTED;
   }
   static wo_status linear_swiglu(const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
                                  const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
-    bool launched = false;
-    const wo_status st = guard(thread_error(), [&] {
-      launched =
-          run_linear_swiglu(ops_for(gate, "linear_swiglu"), host, gate, up, x, x_type, y, y_type, n_tokens);
+    return one_launch("linear_swiglu: no single pass for these weights; run two linears and swiglu", [&] {
+      return run_linear_swiglu(ops_for(gate, "linear_swiglu"), host, gate, up, x, x_type, y, y_type,
+                               n_tokens);
     });
-    if (st != WO_OK) return st;
-    if (!launched)
-      thread_error() = "linear_swiglu: no single pass for these weights; run two linears and swiglu";
-    return launched ? WO_OK : WO_ERR_UNSUPPORTED;
   }
 #endif
 
