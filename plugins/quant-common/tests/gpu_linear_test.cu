@@ -177,6 +177,12 @@ struct ShapeCase {
 const ShapeCase kShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2880, 2880}, {4096, 4096}};
 const int64_t kTokens[] = {1, 3, 7, 64, 512}; // 3: the multi-token GEMV; 7 and up: cuBLAS
 constexpr double kLinearTol = 2e-3;
+// WORKER_QUANT_GEMV when it selects another GEMV than the default (variant 3), which alone has the
+// one-launch paths (linear_multi, linear_swiglu); nullptr otherwise.
+const char *non_default_gemv() {
+  const char *v = std::getenv("WORKER_QUANT_GEMV");
+  return v && std::string(v) != "3" ? v : nullptr;
+}
 
 TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
   for (uint32_t type : kPlugin.types) {
@@ -464,7 +470,7 @@ TEST_F(GpuCodec, FixtureGemvGoldensReproduce) {
 // WO_ERR_UNSUPPORTED and enqueue nothing, so the host falls back to linear per weight.
 TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
-  if (const char *v = std::getenv("WORKER_QUANT_GEMV"); v && std::string(v) != "3")
+  if (const char *v = non_default_gemv())
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v
                  << ": only the default GEMV (variant 3) has the one-launch path";
   for (uint32_t type : kPlugin.types) {
@@ -522,7 +528,7 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
 // several tokens and gate/up of different shapes decline with nothing written.
 TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_swiglu) && q->linear_swiglu);
-  if (const char *v = std::getenv("WORKER_QUANT_GEMV"); v && std::string(v) != "3")
+  if (const char *v = non_default_gemv())
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only the default GEMV (variant 3) has the single pass";
   constexpr double kTol = 1e-5; // the host's expf against the device's; the dots are the same bits
   for (uint32_t type : kPlugin.types) {
