@@ -62,6 +62,11 @@ struct EngineOptions {
   // WO_ERR_UNSUPPORTED and the architecture runs its own path. Off until its GPU test
   // (GpuCodec.LinearSwigluEqualsTwoLinearsThenSilu) has run on a device; WORKER_LINEAR_SWIGLU=1.
   bool linear_swiglu = false;
+  // wo_host.linear_fused asks the codec to fold the norm before a one-token projection and the
+  // bias and residual add after it into the projection's pass (SDK 1.4); false (or
+  // WORKER_LINEAR_FUSED=0) answers WO_ERR_UNSUPPORTED and the architecture runs the separate
+  // kernels, which compute the same bits (a debugging switch).
+  bool linear_fused = true;
 };
 
 struct PluginUse {

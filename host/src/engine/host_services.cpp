@@ -185,6 +185,37 @@ wo_status host_linear_swiglu(void *ctx, const wo_tensor *gate, const wo_tensor *
   });
 }
 
+// The codec's fused pass when every weight routes to one codec with one type and it has one, and the
+// switches allow it (linear_fused; for several weights linear_multi; for SwiGLU linear_swiglu);
+// otherwise WO_ERR_UNSUPPORTED with nothing enqueued (the architecture runs the separate steps).
+wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
+                            wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                            const wo_linear_fusion *fusion) {
+  auto &e = impl(ctx);
+  if (n < 1 || n > WO_LINEAR_MULTI_MAX || !w || !y) {
+    e.last_codec_error = "linear_fused: expected 1.." + std::to_string(WO_LINEAR_MULTI_MAX) +
+                         " weights and non-NULL arrays, found n=" + std::to_string(n);
+    return WO_ERR_INVALID_ARGUMENT;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (!w[i]) {
+      e.last_codec_error = "linear_fused: weight " + std::to_string(i) + " is NULL";
+      return WO_ERR_INVALID_ARGUMENT;
+    }
+  if (!e.opts.linear_fused || (op == WO_LINEAR_SWIGLU && !e.opts.linear_swiglu) ||
+      (op == WO_LINEAR_STACK && n > 1 && !e.opts.linear_multi))
+    return WO_ERR_UNSUPPORTED;
+  for (int32_t i = 1; i < n; ++i)
+    if (w[i]->ggml_type != w[0]->ggml_type) return WO_ERR_UNSUPPORTED;
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(w[0], "linear_fused");
+    if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_fused) || !q->vt->linear_fused)
+      return WO_ERR_UNSUPPORTED;
+    return q->vt->linear_fused(&e.host, op, n, w, x, x_type, y, y_type, n_tokens, fusion);
+  });
+}
+
 void host_trace(void *ctx, const char *name, const void *data, size_t bytes) {
   auto &e = impl(ctx);
   if (!e.opts.trace || !name) return;
@@ -237,6 +268,7 @@ void Engine::Impl::fill_host() {
   host.trace = host_trace;
   host.linear_multi = host_linear_multi;
   host.linear_swiglu = host_linear_swiglu;
+  host.linear_fused = host_linear_fused;
 }
 
 } // namespace wo::engine

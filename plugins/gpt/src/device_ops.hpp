@@ -35,6 +35,16 @@ public:
         wo::linear_multi(h_, n, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y), WO_DTYPE_F32, m);
     if (s != WO_OK) fail_host(s, "linear_multi", w[0]);
   }
+  // One token's projection with its norm or residual add folded in (SDK 1.4, see wo::linear_fused);
+  // false, with nothing enqueued, when the host declines: the caller runs the steps apart.
+  bool linear_fused(int32_t n, const wo_tensor *const *w, const float *x, float *const *y,
+                    const wo_linear_fusion &f) const {
+    const wo_status s = wo::linear_fused(h_, WO_LINEAR_STACK, n, w, x, WO_DTYPE_F32,
+                                         reinterpret_cast<void *const *>(y), WO_DTYPE_F32, 1, &f);
+    if (s == WO_ERR_UNSUPPORTED) return false;
+    if (s != WO_OK) fail_host(s, "linear_fused", w[0]);
+    return true;
+  }
   // Experts: y[t][k] = W[ids[t][k]] x[t][x_slots == 1 ? 0 : k].
   void linear_id(const wo_tensor *w, const float *x, int64_t x_slots, float *y, int64_t n, const int32_t *ids,
                  int64_t n_slots) const {

@@ -53,13 +53,18 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
   ap.workspace_floats = b.attn_ws_floats;
   ap.positions = b.positions; // device positions: pos0 / n_kv are bounds (decode_step replays)
 
+  // One token: the norms before q/k/v and the residual add after attn_output ride in the
+  // projections' own passes where the host offers it (SDK 1.4 linear_fused); the same bits.
+  const bool fold = inst.fused && m == 1;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
-    // ---- attention
-    cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
+    // ---- attention: q, k, v = W (rmsnorm(x) * attn_norm)
     const wo_tensor *qkv_w[3] = {w.attn_q, w.attn_k, w.attn_v};
     float *const qkv_y[3] = {b.q, b.k, b.v};
-    ops.linear_multi(3, qkv_w, b.h, qkv_y, m);
+    if (!(fold && ops.linear_fused(3, qkv_w, b.x, qkv_y, wo::fusion_norm(f32_data(w.attn_norm), hp.norm_eps)))) {
+      cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
+      ops.linear_multi(3, qkv_w, b.h, qkv_y, m);
+    }
     if (inst.fused) { // biases, RoPE and the cache write in one pass: the same float ops, 5 launches fewer
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;
@@ -81,15 +86,21 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
     ap.sinks = f32_data(w.attn_sinks);
     cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
-    ops.linear(w.attn_output, b.attn, b.proj, m);
-    cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
-    if (inst.fused) { // x += proj; h = rmsnorm(x) * w in one kernel
-      cuda_ok(kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
-              "attention residual + post_attention_norm", il);
-    } else {
-      cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
+    float *const x_out[1] = {b.x};
+    if (fold && ops.linear_fused(1, &w.attn_output, b.attn, x_out, wo::fusion_residual(f32_data(w.attn_output_b)))) {
       cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
               "post_attention_norm", il);
+    } else {
+      ops.linear(w.attn_output, b.attn, b.proj, m);
+      cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
+      if (inst.fused) { // x += proj; h = rmsnorm(x) * w in one kernel
+        cuda_ok(kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+                "attention residual + post_attention_norm", il);
+      } else {
+        cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
+        cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+                "post_attention_norm", il);
+      }
     }
 
     // ---- mixture of experts

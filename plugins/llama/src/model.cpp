@@ -3,8 +3,11 @@
 //   per layer: h = rmsnorm(x) * w; q, k, v = linear(h) (+ bias); rope(q, k); cache k, v;
 //              x += linear_o(attention(q, K, V)); h = rmsnorm(x) * w; x += down(silu(gate(h)) * up(h))
 //   logits = lm_head(rmsnorm(x) * w)
-// Every matmul goes through host->linear (the quant codec that owns the weight's type); the rest
-// are sdk/kernels calls on the host's stream. Nothing here allocates or synchronizes per call.
+// Every matmul goes through the host (the quant codec that owns the weight's type); the rest are
+// sdk/kernels calls on the host's stream. For one token (decode) the norm before a projection and
+// the residual add after it ride in the projection's own pass (SDK 1.4 linear_fused): a layer is
+// then qkv, rope+cache, attention, o, gate/up, swiglu, down. Nothing here allocates or
+// synchronizes per call.
 #include "model.hpp"
 
 #include <worker/kernels.hpp>
@@ -185,14 +188,81 @@ void Model::decode_step(const int32_t *token_dev, const int32_t *pos_dev, int64_
   run_chunk(token_dev, 1, pos_bound - 1, logits, false, pos_dev);
 }
 
+bool Model::try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,
+                      const wo_linear_fusion &f, int layer) {
+  if (flags_ & WO_ARCH_UNFUSED) return false;
+  const wo_status s = wo::linear_fused(host_.raw(), op, k, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y),
+                                       WO_DTYPE_F32, 1, &f);
+  if (s == WO_ERR_UNSUPPORTED) return false;
+  if (s != WO_OK) host_failed(s, "linear_fused (first weight)", w[0], 1, layer);
+  return true;
+}
+
+void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k, const wo_tensor *const *w,
+                          float *const *y, int layer) {
+  const Scratch &b = *bufs_;
+  const int64_t E = hp_.n_embd;
+  float *x = b.x + first * E;
+  const float *nw = static_cast<const float *>(norm->data);
+  if (!residual_pending_ && rows == 1 && try_fused(WO_LINEAR_STACK, k, w, x, y, wo::fusion_norm(nw, hp_.rms_eps), layer))
+    return;
+  auto st = static_cast<cudaStream_t>(stream_);
+  if (residual_pending_ && !(flags_ & WO_ARCH_UNFUSED))
+    cuda(k::add_rms_norm(x, b.o + first * E, nw, b.h, rows, E, hp_.rms_eps, st), "residual + norm", layer);
+  else {
+    if (residual_pending_) cuda(k::add(x, x, b.o + first * E, rows * E, st), "residual", layer);
+    cuda(k::rms_norm(x, nw, b.h, rows, E, hp_.rms_eps, st), "norm", layer);
+  }
+  residual_pending_ = false;
+  if (k == 1)
+    linear(w[0], b.h, y[0], rows, layer);
+  else
+    linear_multi(k, w, b.h, y, rows, layer);
+}
+
+void Model::normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer) {
+  const Scratch &b = *bufs_;
+  const int64_t FF = hp_.n_ff;
+  const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
+  // One pass for gate, up and SiLU where the host offers it (opt-in: WORKER_LINEAR_SWIGLU=1).
+  const wo_tensor *gu[2] = {fused_ffn ? &L.gate_half : L.gate, fused_ffn ? &L.up_half : L.up};
+  float *const act[1] = {b.act};
+  if (!residual_pending_ && n == 1 && gu[0]->struct_size && gu[1]->struct_size &&
+      try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act,
+                wo::fusion_norm(static_cast<const float *>(norm->data), hp_.rms_eps), layer))
+    return;
+  auto st = static_cast<cudaStream_t>(stream_);
+  if (fused_ffn) {
+    float *const y[1] = {b.ffn}; // rows [gate; up]
+    normed_linear(norm, 0, n, 1, &L.up, y, layer);
+    cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", layer);
+  } else {
+    const wo_tensor *w2[2] = {L.gate, L.up};
+    float *const y2[2] = {b.ffn, b.ffn + n * FF};
+    normed_linear(norm, 0, n, 2, w2, y2, layer);
+    cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", layer);
+  }
+}
+
+void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer) {
+  const Scratch &b = *bufs_;
+  const float *bias_f = bias ? static_cast<const float *>(bias->data) : nullptr;
+  float *const x_out[1] = {b.x};
+  if (n == 1 && !residual_pending_ &&
+      try_fused(WO_LINEAR_STACK, 1, &w, in, x_out, wo::fusion_residual(bias_f), layer))
+    return;
+  linear(w, in, b.o, n, layer);
+  if (bias_f) cuda(k::add_bias(b.o, bias_f, n, hp_.n_embd, static_cast<cudaStream_t>(stream_)), "bias", layer);
+  residual_pending_ = true; // the next norm adds it
+}
+
 void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits, bool logits_all,
                       const int32_t *positions_dev) {
   auto st = static_cast<cudaStream_t>(stream_);
   const wo_host *h = host_.raw();
   const Scratch &b = *bufs_;
-  const int64_t E = hp_.n_embd, QD = hp_.q_dim(), KVD = hp_.kv_dim(), FF = hp_.n_ff;
+  const int64_t QD = hp_.q_dim(), KVD = hp_.kv_dim();
   const bool fused_qkv = hp_.arch->qkv == QkvLayout::Fused;
-  const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
 
   k::RopeParams rp;
   rp.n_dims = hp_.rope.n_dims;
@@ -231,40 +301,27 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   ap.positions = positions;
   wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
   if (s != WO_OK) host_failed(s, "gather_rows", w_.token_embd, n, -1);
+  residual_pending_ = false;
 
   const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
-  const float eps = hp_.rms_eps;
   auto f32 = [](const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; };
-  // x[rows] += o[rows]; h = rmsnorm(x[rows]) * w: one kernel when fused.
-  auto residual_then_norm = [&](const wo_tensor *norm, int64_t first, int64_t rows, const char *what,
-                                int il) {
-    float *x = b.x + first * E;
-    const float *o = b.o + first * E;
-    if (fuse) {
-      cuda(k::add_rms_norm(x, o, f32(norm), b.h, rows, E, eps, st), what, il);
-    } else {
-      cuda(k::add(x, x, o, rows * E, st), what, il);
-      cuda(k::rms_norm(x, f32(norm), b.h, rows, E, eps, st), what, il);
-    }
-  };
-
   const uint64_t layer_kv = static_cast<uint64_t>(n_ctx_) * KVD; // halves per K (or V) per layer
-  cuda(k::rms_norm(b.x, f32(w_.layers[0].attn_norm), b.h, n, E, eps, st), "attn_norm", 0);
   for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) {
     const LayerWeights &L = w_.layers[il];
     __half *kc = static_cast<__half *>(kv_) + 2 * layer_kv * il;
     __half *vc = kc + layer_kv;
 
-    // Attention block (h = rmsnorm(x) * attn_norm is ready): q, k, v (+bias), RoPE, cache, attend.
+    // Attention block: q, k, v = W (rmsnorm(x) * attn_norm) (+bias), RoPE, cache, attend; x += W_o att.
     const float *q_bias = f32(fused_qkv ? L.qkv_bias : L.q_bias);
     const float *k_bias = fused_qkv ? (q_bias ? q_bias + QD : nullptr) : f32(L.k_bias);
     const float *v_bias = fused_qkv ? (q_bias ? q_bias + QD + KVD : nullptr) : f32(L.v_bias);
     if (fused_qkv) {
-      linear(L.qkv, b.h, b.qkv, n, il);
+      float *const y1[1] = {b.qkv};
+      normed_linear(L.attn_norm, 0, n, 1, &L.qkv, y1, il);
     } else {
       const wo_tensor *w3[3] = {L.q, L.k, L.v};
       float *const y3[3] = {q, kk, v};
-      linear_multi(3, w3, b.h, y3, n, il);
+      normed_linear(L.attn_norm, 0, n, 3, w3, y3, il);
     }
     if (fuse) {
       k::QkvRopeCache a;
@@ -285,39 +342,18 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
            "kv write", il);
     }
     cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
-    linear(L.o, b.att, b.o, n, il);
-    if (L.o_bias) cuda(k::add_bias(b.o, f32(L.o_bias), n, E, st), "o bias", il);
-    residual_then_norm(L.ffn_norm, 0, n, "attention residual + ffn_norm", il);
+    residual_linear(L.o, L.o_bias, b.att, n, il);
 
-    // Feed-forward block: x += down(silu(gate(h)) * up(h)). One token: gate, up and SiLU in one
-    // codec pass when the host offers it (SDK 1.3), else two linears and the swiglu kernel.
-    const wo_tensor *gate_w = fused_ffn ? &L.gate_half : L.gate;
-    const wo_tensor *up_w = fused_ffn ? &L.up_half : L.up;
-    wo_status glu = WO_ERR_UNSUPPORTED;
-    if (fuse && n == 1 && gate_w->struct_size && up_w->struct_size)
-      glu = wo::linear_swiglu(h, gate_w, up_w, b.h, WO_DTYPE_F32, b.act, WO_DTYPE_F32, n);
-    if (glu != WO_OK && glu != WO_ERR_UNSUPPORTED) host_failed(glu, "linear_swiglu (gate)", gate_w, n, il);
-    if (glu == WO_ERR_UNSUPPORTED) {
-      if (fused_ffn) {
-        linear(L.up, b.h, b.ffn, n, il); // rows [gate; up]
-        cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", il);
-      } else {
-        const wo_tensor *w2[2] = {L.gate, L.up};
-        float *const y2[2] = {b.ffn, b.ffn + n * FF};
-        linear_multi(2, w2, b.h, y2, n, il);
-        cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", il);
-      }
-    }
-    linear(L.down, b.act, b.o, n, il);
-    if (il + 1 < hp_.n_layer)
-      residual_then_norm(w_.layers[il + 1].attn_norm, 0, n, "ffn residual + attn_norm", il);
+    // Feed-forward block: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x) * ffn_norm.
+    normed_swiglu(L.ffn_norm, n, L, il);
+    residual_linear(L.down, nullptr, b.act, n, il);
   }
 
   // The last FFN residual is only needed for the rows whose logits are wanted.
   if (!logits) return; // an earlier prefill chunk when only the last position's logits are wanted
   const int64_t n_out = logits_all ? n : 1;
-  residual_then_norm(w_.output_norm, n - n_out, n_out, "ffn residual + output_norm", -1);
-  linear(w_.output, b.h, logits, n_out, -1);
+  float *const out[1] = {logits};
+  normed_linear(w_.output_norm, n - n_out, n_out, 1, &w_.output, out, -1);
 }
 
 } // namespace wo::llama

@@ -46,6 +46,20 @@ private:
   // y[i] = linear(w[i], x) for i < k (one launch where the codec can; see wo::linear_multi).
   void linear_multi(int32_t k, const wo_tensor *const *w, const float *x, float *const *y, int64_t n,
                     int layer);
+  // The projections of a layer with the norm before and the residual add after them. For one token
+  // each is one codec pass where the host folds them in (SDK 1.4 linear_fused), else the separate
+  // kernels; both give the same bits. A residual delta the codec could not add stays pending in
+  // the o buffer and the next norm adds it (add_rms_norm), as the unfolded forward always did.
+  //   normed_linear: y_i[r] = W_i . (rmsnorm(x[first + r]) * norm) for r < rows, i < k
+  //   normed_swiglu: act[r] = silu(gate . h_r) * (up . h_r), h_r = rmsnorm(x[r]) * norm
+  //   residual_linear: x[t] += W . in[t] + bias (bias may be null)
+  void normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k, const wo_tensor *const *w,
+                     float *const *y, int layer);
+  void normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer);
+  void residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer);
+  // linear_fused for one token; false (nothing enqueued) when declined or under WO_ARCH_UNFUSED.
+  bool try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,
+                 const wo_linear_fusion &f, int layer);
   void cuda(int err, const char *what, int layer) const;
   // Throws the host service's failure, naming the tensor, token count and layer.
   [[noreturn]] void host_failed(wo_status s, const char *service, const wo_tensor *w, int64_t n,
@@ -57,6 +71,7 @@ private:
   int64_t n_batch_;
   uint32_t flags_;
   void *stream_;
+  bool residual_pending_ = false; // the o buffer holds a delta not yet added to x (see normed_linear)
 
   // Session state.
   int64_t n_ctx_ = 0;

@@ -5,6 +5,7 @@
 #include "quant_common/linear_kernels.cuh"
 
 #include <worker/ggml_types.hpp>
+#include <worker/rms_norm.cuh>
 #include <worker/sdk.hpp>
 
 #include <cublas_v2.h>
@@ -305,87 +306,119 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   check_launch(what);
 }
 
+
 namespace {
-// The one-token GEMV of linear_multi and linear_swiglu: rows of w_first's row format, x -> y.
-GemvParams one_token_params(const uint8_t *w_first, int64_t rows, int64_t cols, uint64_t row_bytes,
-                            const void *x, wo_dtype x_type, void *y, wo_dtype y_type, const char *op) {
-  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", op);
-  GemvParams p{};
-  p.w = w_first;
-  p.rows = rows;
-  p.cols = cols;
-  p.row_bytes = row_bytes;
-  p.x = x;
-  p.x_f16 = x_type == WO_DTYPE_F16;
-  p.y = y;
-  p.y_f16 = y_type == WO_DTYPE_F16;
-  p.n_tokens = 1;
-  p.n_slots = p.x_slots = p.n_expert = 1;
-  return p;
+// wo_linear_fusion as far as the caller's struct_size reaches (NULL: nothing folded).
+Fusion read_fusion(const wo_linear_fusion *f) {
+  Fusion fu;
+  if (!f) return fu;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, norm_weight)) fu.norm_w = f->norm_weight;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, norm_eps)) fu.norm_eps = f->norm_eps;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, bias)) fu.bias = f->bias;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, accumulate)) fu.accumulate = f->accumulate != 0;
+  return fu;
 }
 } // namespace
 
-bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const wo_tensor *const *w,
-                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
-  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: host is NULL");
-  if (n < 1 || n > kMaxSegments || !w || !y)
-    throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: expected 1.." + std::to_string(kMaxSegments) +
-                                             " weights and non-NULL arrays, found n=" + std::to_string(n));
-  check_dtype(x_type, "x", "linear_multi");
-  check_dtype(y_type, "y", "linear_multi");
+// The one entry behind linear_multi, linear_swiglu and linear_fused: `op_name` names the caller's
+// service in messages.
+static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
+                       const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                       const Fusion &fu, const char *op_name) {
+  const std::string name = op_name;
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": host is NULL");
+  if (op != WO_LINEAR_STACK && op != WO_LINEAR_SWIGLU)
+    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
+                                             std::to_string(op));
+  const bool swiglu = op == WO_LINEAR_SWIGLU;
+  if (n < 1 || n > kMaxSegments || !w || !y || (swiglu && n != 2))
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                name + ": expected " + (swiglu ? std::string("2 weights (gate, up)") : "1.." + std::to_string(kMaxSegments) + " weights") +
+                    " and non-NULL arrays, found n=" + std::to_string(n));
+  for (int32_t i = 0; i < n; ++i)
+    if (!w[i]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": weight " + std::to_string(i) + " is NULL");
+  if (!x) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": x is NULL");
+  if ((fu.bias && (n != 1 || swiglu)) || (fu.accumulate && swiglu))
+    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": a bias needs exactly one weight and op WO_LINEAR_STACK, "
+                                                "accumulate op WO_LINEAR_STACK; found op " +
+                                             std::to_string(op) + " with " + std::to_string(n) + " weights");
+  check_dtype(x_type, "x", op_name);
+  check_dtype(y_type, "y", op_name);
   if (n_tokens != 1 || !ops.gemv_multi) return false;
+  if ((fu.norm_w && x_type != WO_DTYPE_F32) || ((fu.bias || fu.accumulate) && y_type != WO_DTYPE_F32))
+    return false;
   Segments seg;
   Shape first{};
   for (int32_t i = 0; i < n; ++i) {
-    if (!w[i] || w[i]->ggml_type != ops.type) return false; // the host routes mixed types one by one
-    const Shape sh = weight_shape(ops, w[i], "linear_multi", false);
+    if (w[i]->ggml_type != ops.type) return false; // the host routes mixed types one by one
+    const Shape sh = weight_shape(ops, w[i], op_name, false);
     if (i == 0)
       first = sh;
-    else if (sh.cols != first.cols || sh.row_bytes != first.row_bytes)
+    else if (sh.cols != first.cols || sh.row_bytes != first.row_bytes || (swiglu && sh.rows != first.rows))
       return false;
     if (!vector_path(ops, sh.cols)) return false;
-    if (!y[i]) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_multi: output " + std::to_string(i) + " is NULL");
-    check_aligned(y[i], 4, "y", "linear_multi");
     seg.w[i] = static_cast<const uint8_t *>(w[i]->data);
-    seg.y[i] = y[i];
     seg.end[i] = (i ? seg.end[i - 1] : 0) + sh.rows;
+    if (swiglu) continue; // one output: y[0]
+    if (!y[i]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": output " + std::to_string(i) + " is NULL");
+    check_aligned(y[i], 4, "y", op_name);
+    seg.y[i] = y[i];
   }
-  seg.n = n;
-  const GemvParams p = one_token_params(seg.w[0], seg.end[n - 1], first.cols, first.row_bytes, x, x_type,
-                                        y[0], y_type, "linear_multi");
-  if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
+  if (!y[0]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": output 0 is NULL");
+  check_aligned(y[0], 4, "y", op_name);
+  if (fu.norm_w && (!wo::rmsnorm::fits(first.cols) || reinterpret_cast<uintptr_t>(fu.norm_w) % 16 != 0))
+    return false; // the norm kernel's register partition is what the prologue reproduces
+  const int64_t rows = swiglu ? first.rows : seg.end[n - 1];
+  seg.n = (n == 1 && !swiglu) ? 0 : n; // one weight: the plain kernel with the fusion
+  seg.swiglu = swiglu;
+  GemvParams p{};
+  p.w = seg.w[0];
+  p.rows = rows;
+  p.cols = first.cols;
+  p.row_bytes = first.row_bytes;
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", op_name);
+  p.x = x;
+  p.x_f16 = x_type == WO_DTYPE_F16;
+  p.y = y[0];
+  p.y_f16 = y_type == WO_DTYPE_F16;
+  p.n_tokens = 1;
+  p.n_slots = p.x_slots = p.n_expert = 1;
+  if (!ops.gemv_multi(p, seg, fu, host->cuda_stream)) return false;
   check_launch([&] {
     std::string names;
     for (int32_t i = 0; i < n; ++i)
       names += (i ? ", " : "") + describe(w[i]);
-    return "linear_multi on " + names;
+    return name + " on " + names;
   });
   return true;
 }
 
+bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const wo_tensor *const *w,
+                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens) {
+  if (n == 1) { // one weight, nothing folded: not a one-launch case of its own
+    check_dtype(x_type, "x", "linear_multi");
+    check_dtype(y_type, "y", "linear_multi");
+    return false;
+  }
+  return fused_pass(ops, host, WO_LINEAR_STACK, n, w, x, x_type, y, y_type, n_tokens, Fusion{}, "linear_multi");
+}
+
 bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
                        const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens) {
-  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_swiglu: host is NULL");
   if (!gate || !up || !x || !y)
     throw Error(WO_ERR_INVALID_ARGUMENT, "linear_swiglu: gate, up, x or y is NULL");
-  check_dtype(x_type, "x", "linear_swiglu");
-  check_dtype(y_type, "y", "linear_swiglu");
-  if (n_tokens != 1 || !ops.gemv_multi || up->ggml_type != ops.type) return false;
-  const Shape g = weight_shape(ops, gate, "linear_swiglu", false);
-  const Shape u = weight_shape(ops, up, "linear_swiglu", false);
-  if (g.cols != u.cols || g.rows != u.rows || g.row_bytes != u.row_bytes || !vector_path(ops, g.cols))
-    return false;
-  Segments seg;
-  seg.n = 2;
-  seg.swiglu = true;
-  seg.w[0] = static_cast<const uint8_t *>(gate->data);
-  seg.w[1] = static_cast<const uint8_t *>(up->data);
-  const GemvParams p =
-      one_token_params(seg.w[0], g.rows, g.cols, g.row_bytes, x, x_type, y, y_type, "linear_swiglu");
-  check_aligned(y, 4, "y", "linear_swiglu");
-  if (!ops.gemv_multi(p, seg, host->cuda_stream)) return false;
-  check_launch([&] { return "linear_swiglu on " + describe(gate) + ", " + describe(up); });
-  return true;
+  const wo_tensor *w[2] = {gate, up};
+  void *const ys[2] = {y, nullptr};
+  return fused_pass(ops, host, WO_LINEAR_SWIGLU, 2, w, x, x_type, ys, y_type, n_tokens, Fusion{},
+                    "linear_swiglu");
+}
+
+bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
+                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                      const wo_linear_fusion *fusion) {
+  const Fusion fu = read_fusion(fusion);
+  if (op == WO_LINEAR_STACK && n == 1 && !fu.any()) return false; // a plain linear: the caller's own call
+  return fused_pass(ops, host, op, n, w, x, x_type, y, y_type, n_tokens, fu, "linear_fused");
 }
 
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,

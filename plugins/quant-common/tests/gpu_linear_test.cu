@@ -11,6 +11,8 @@
 #include "test_util.hpp"
 
 #include <worker/ggml_types.hpp>
+#include <worker/kernels.hpp>
+#include <worker/rms_norm.cuh>
 
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -572,6 +574,133 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
               WO_ERR_UNSUPPORTED);
     dev->sync();
     EXPECT_EQ(y.download(sentinel.size()), sentinel) << "a declined linear_swiglu wrote its output";
+  }
+}
+
+// linear_fused (SDK 1.4) gives exactly the bits of the separate steps it replaces, for every
+// block-quantized type: the norm prologue those of the SDK's rms_norm kernel followed by the
+// projection (a stack of weights, one weight, or gate/up/SiLU), the epilogue those of the
+// projection, add_bias and the residual add. Requests it cannot serve decline with nothing written.
+TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
+  if (const char *v = non_default_gemv())
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only the default GEMV (variant 3) has the fused pass";
+  const cudaStream_t s = dev->stream();
+  for (uint32_t type : kPlugin.types) {
+    const char *tn = wo::ggml::type_name(type);
+    const int64_t cols = valid_cols(type, 896);
+    const int64_t rows[2] = {1000, 136}; // partial CTAs
+    std::unique_ptr<DeviceArray<uint8_t>> w[2];
+    wo_tensor t[2];
+    const wo_tensor *tw[2];
+    for (int i = 0; i < 2; ++i) {
+      const auto raw = random_blocks(type, rows[i], cols, rng());
+      w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+      w[i]->upload(raw.data(), raw.size());
+      t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
+      tw[i] = &t[i];
+    }
+    auto xf = normal_floats(static_cast<size_t>(cols), rng(), 3.0f); // a residual row
+    auto gf = normal_floats(static_cast<size_t>(cols), rng());       // the norm's weight
+    const auto bf = normal_floats(static_cast<size_t>(rows[0]), rng());
+    const auto y0 = normal_floats(static_cast<size_t>(rows[0]), rng(), 5.0f); // the residual it adds to
+    DeviceArray<float> x(cols), g(cols), h(cols), bias(rows[0]);
+    DeviceArray<float> y[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
+    DeviceArray<float> ref[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
+    x.upload(xf.data(), xf.size());
+    g.upload(gf.data(), gf.size());
+    bias.upload(bf.data(), bf.size());
+    const float eps = 1e-5f;
+    wo_linear_fusion norm{};
+    norm.struct_size = sizeof norm;
+    norm.norm_weight = g.get();
+    norm.norm_eps = eps;
+    void *ty[2] = {y[0].get(), y[1].get()};
+    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+    const wo_status st =
+        q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &norm);
+    if (!block_type) {
+      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no int8 GEMV";
+      continue;
+    }
+    ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
+    // The steps apart: the norm kernel, then one linear per weight.
+    ASSERT_EQ(wo::kernels::rms_norm(x.get(), g.get(), h.get(), 1, cols, eps, s), cudaSuccess);
+    for (int i = 0; i < 2; ++i)
+      ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i].get(), WO_DTYPE_F32, 1), WO_OK);
+    dev->sync();
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(y[i].download(rows[i]), ref[i].download(rows[i])) << tn << " stack+norm, weight " << i;
+
+    // One weight with the norm.
+    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw + 1, x.get(), WO_DTYPE_F32, ty + 1,
+                              WO_DTYPE_F32, 1, &norm),
+              WO_OK)
+        << q->last_error();
+    dev->sync();
+    EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " one weight+norm";
+
+    // Bias and residual add: y = y0 + (W x + b), as linear, add_bias and add compute it.
+    y[0].upload(y0.data(), y0.size());
+    wo_linear_fusion epi{};
+    epi.struct_size = sizeof epi;
+    epi.bias = bias.get();
+    epi.accumulate = 1;
+    ASSERT_EQ(
+        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &epi),
+        WO_OK)
+        << q->last_error();
+    ASSERT_EQ(q->linear(dev->host(), tw[0], x.get(), WO_DTYPE_F32, ref[0].get(), WO_DTYPE_F32, 1), WO_OK);
+    dev->sync();
+    {
+      const auto got = y[0].download(rows[0]), o = ref[0].download(rows[0]);
+      std::vector<float> want(o.size());
+      for (size_t r = 0; r < want.size(); ++r)
+        want[r] = y0[r] + (o[r] + bf[r]);
+      EXPECT_EQ(got, want) << tn << " bias+accumulate";
+    }
+
+    // Gate, up and SiLU with the norm: linear_swiglu on the normed row.
+    const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
+    const wo_tensor *gu[2] = {&gate, tw[1]};
+    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1, WO_DTYPE_F32,
+                              1, &norm),
+              WO_OK)
+        << q->last_error();
+    ASSERT_EQ(q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
+              WO_OK);
+    dev->sync();
+    EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
+
+    // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than
+    // the norm's register partition. Refused: a bias over two weights.
+    const std::vector<float> sentinel(static_cast<size_t>(rows[0]), 7.0f);
+    y[0].upload(sentinel.data(), sentinel.size());
+    EXPECT_EQ(
+        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 2, &norm),
+        WO_ERR_UNSUPPORTED);
+    EXPECT_EQ(
+        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F16, ty, WO_DTYPE_F32, 1, &norm),
+        WO_ERR_UNSUPPORTED);
+    const int64_t long_cols = valid_cols(type, 4608);
+    DeviceArray<float> xl(long_cols), gl(long_cols);
+    const auto xlf = normal_floats(static_cast<size_t>(long_cols), rng());
+    xl.upload(xlf.data(), xlf.size());
+    gl.upload(xlf.data(), xlf.size());
+    const wo_tensor wide = make_tensor(type, w[0]->get(), long_cols, 8);
+    const wo_tensor *tw_wide = &wide;
+    wo_linear_fusion norm_wide = norm;
+    norm_wide.norm_weight = gl.get();
+    if (long_cols > wo::rmsnorm::kMaxCols)
+      EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, &tw_wide, xl.get(), WO_DTYPE_F32, ty,
+                                WO_DTYPE_F32, 1, &norm_wide),
+                WO_ERR_UNSUPPORTED)
+          << long_cols << " columns";
+    EXPECT_EQ(
+        q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &epi),
+        WO_ERR_INVALID_ARGUMENT);
+    dev->sync();
+    EXPECT_EQ(y[0].download(sentinel.size()), sentinel) << tn << ": a declined linear_fused wrote its output";
   }
 }
 

@@ -27,7 +27,8 @@ extern "C" {
 #endif
 
 #define WORKER_SDK_ABI_MAJOR 1u
-#define WORKER_SDK_ABI_MINOR 3u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu */
+#define WORKER_SDK_ABI_MINOR 4u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;
+                                   1.4: linear_fused */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -140,6 +141,7 @@ typedef struct wo_tensor {
  * Host services: what the host offers every plugin instance. Device members are NULL / return
  * WO_ERR_NO_DEVICE on a host without a GPU (e.g. `worker-orcd tokenize`).
  * ------------------------------------------------------------------------------------------- */
+typedef struct wo_linear_fusion wo_linear_fusion; /* 1.4, defined below */
 typedef struct wo_host wo_host;
 struct wo_host {
   uint32_t struct_size;
@@ -200,8 +202,39 @@ struct wo_host {
    * this n_tokens, and the caller then runs two linears and its own swiglu. */
   wo_status (*linear_swiglu)(void *ctx, const wo_tensor *gate, const wo_tensor *up, const void *x,
                              wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
+
+  /* 1.4 (check WO_HAS_FIELD and NULL): a projection with the work around it folded into the same
+   * pass (see wo_linear_fusion): op WO_LINEAR_STACK is linear_multi (n = 1: linear), op
+   * WO_LINEAR_SWIGLU is linear_swiglu (n = 2, w = {gate, up}, output y[0]). `fusion` may be NULL
+   * (nothing folded). Optional: WO_ERR_UNSUPPORTED with nothing enqueued when no single pass serves
+   * the request (another n_tokens, type or shape); the caller then runs the steps itself. */
+  wo_status (*linear_fused)(void *ctx, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
+                            wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                            const wo_linear_fusion *fusion);
 };
 #define WO_LINEAR_MULTI_MAX 4
+
+/* linear_fused's operations. */
+#define WO_LINEAR_STACK 0  /* y[i] = W_i x for i < n (1..WO_LINEAR_MULTI_MAX) */
+#define WO_LINEAR_SWIGLU 1 /* n = 2, w = {gate, up}: y[0][r] = silu(gate_r . x) * (up_r . x) */
+
+/* 1.4: what linear_fused folds into a projection of one token, so that a decode step needs no
+ * separate norm, bias or residual kernels around it.
+ *   prologue: norm_weight != NULL: the weights read rmsnorm(x) * norm_weight instead of x, i.e.
+ *             x[c] / sqrt(mean_c(x^2) + norm_eps) * norm_weight[c] (F32 x; norm_weight F32
+ *             [row length], device);
+ *   epilogue: y[r] = (accumulate ? y[r] : 0) + (W_r . x + (bias ? bias[r] : 0)) (F32 y; bias F32
+ *             [rows], device; bias only with one weight; neither with WO_LINEAR_SWIGLU).
+ * A codec that folds these computes exactly what the host's separate steps would (rms_norm, then
+ * the projection, then add_bias and the residual add): the fused path is a speed choice, not a
+ * numerics one. */
+struct wo_linear_fusion {
+  uint32_t struct_size;
+  const float *norm_weight;
+  float norm_eps;
+  const float *bias;
+  int32_t accumulate;
+};
 
 /* ---------------------------------------------------------------------------------------------
  * Architecture plugins: turn tokens into logits.
@@ -300,6 +333,12 @@ typedef struct wo_quant_v1 {
    * codec's types. WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for them. */
   wo_status (*linear_swiglu)(const wo_host *host, const wo_tensor *gate, const wo_tensor *up, const void *x,
                              wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
+
+  /* 1.4, optional (may be NULL or absent): wo_host.linear_fused for weights of this codec's types.
+   * WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for the request. */
+  wo_status (*linear_fused)(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
+                            wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                            const wo_linear_fusion *fusion);
 } wo_quant_v1;
 
 /* ---------------------------------------------------------------------------------------------

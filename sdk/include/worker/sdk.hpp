@@ -265,6 +265,34 @@ inline wo_status linear_swiglu(const wo_host *h, const wo_tensor *gate, const wo
   return WO_ERR_UNSUPPORTED;
 }
 
+// A projection with its norm, bias or residual add folded in (SDK 1.4; see wo_linear_fusion),
+// through the host's linear_fused. WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or
+// when no single pass serves the request: the caller then runs the steps itself.
+inline wo_status linear_fused(const wo_host *h, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
+                              wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                              const wo_linear_fusion *fusion) {
+  if (WO_HAS_FIELD(wo_host, h->struct_size, linear_fused) && h->linear_fused)
+    return h->linear_fused(h->ctx, op, n, w, x, x_type, y, y_type, n_tokens, fusion);
+  return WO_ERR_UNSUPPORTED;
+}
+
+// The two linear_fused requests a transformer layer makes: the norm before a projection, and the
+// bias (may be NULL) and residual add after one.
+inline wo_linear_fusion fusion_norm(const float *norm_weight, float eps) {
+  wo_linear_fusion f{};
+  f.struct_size = sizeof f;
+  f.norm_weight = norm_weight;
+  f.norm_eps = eps;
+  return f;
+}
+inline wo_linear_fusion fusion_residual(const float *bias) {
+  wo_linear_fusion f{};
+  f.struct_size = sizeof f;
+  f.bias = bias;
+  f.accumulate = 1;
+  return f;
+}
+
 // Rows [first, first + rows) of a 2-D matrix as a tensor of their own (same type, name and row
 // stride; data and host_data moved by first rows): e.g. the gate and up halves of a fused
 // [gate; up] weight. A zero tensor (struct_size 0) when t is not 2-D, has no row stride or the

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <worker/pdl.cuh>
+#include <worker/rms_norm.cuh>
 
 #include <cuda_runtime.h>
 
@@ -68,16 +69,19 @@ __device__ inline float block_max(float v) {
 // delta when kAdd, and of the weight) before the one reduction, so a row costs about two memory
 // latencies instead of one per loop trip; decode rows (a few thousand floats) are latency-bound.
 // kAdd also stores x + delta back to x. Needs n_cols % 4 == 0, 16-byte aligned rows and
-// n_cols <= 4 * kNormVec * blockDim.x (norm_vec_ok); y may alias x when !kAdd.
-constexpr int kNormVec = 4;
+// n_cols <= 4 * kNormVec * blockDim.x (norm_vec_ok); y may alias x when !kAdd. The arithmetic is
+// worker/rms_norm.cuh's, which the quant codecs' fused GEMV prologue shares bit for bit.
+constexpr int kNormVec = wo::rmsnorm::kVec;
+static_assert(kBlock == wo::rmsnorm::kThreads, "the register norm's partition is rms_norm.cuh's");
 inline bool norm_vec_ok(const void *a, const void *b, const void *c, const void *d, int64_t n_cols) {
   const auto al = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return n_cols % 4 == 0 && n_cols <= 4 * kNormVec * kBlock && al(a) && al(b) && al(c) && al(d);
+  return wo::rmsnorm::fits(n_cols) && al(a) && al(b) && al(c) && al(d);
 }
 
 template <bool kAdd>
 __global__ void rms_norm_vec_kernel(float *x, const float *delta, const float *w, float *y, int64_t n_cols,
                                     float eps) {
+  namespace rn = wo::rmsnorm;
   wo::pdl::enter();
   const int64_t n4 = n_cols / 4, row = blockIdx.x;
   float4 *xr = reinterpret_cast<float4 *>(x + row * n_cols);
@@ -85,7 +89,6 @@ __global__ void rms_norm_vec_kernel(float *x, const float *delta, const float *w
   const float4 *wr = reinterpret_cast<const float4 *>(w);
   float4 *yr = reinterpret_cast<float4 *>(y + row * n_cols);
   float4 v[kNormVec], g[kNormVec];
-  float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < kNormVec; ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
@@ -99,19 +102,15 @@ __global__ void rms_norm_vec_kernel(float *x, const float *delta, const float *w
       g[k] = wr ? wr[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
     }
   }
+  const float inv = rn::row_inv_rms([&](int k, int64_t) { return v[k]; }, n_cols, eps);
 #pragma unroll
   for (int k = 0; k < kNormVec; ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (kAdd && i < n4) xr[i] = v[k];
-    ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
-  }
-  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n_cols) + eps);
-#pragma unroll
-  for (int k = 0; k < kNormVec; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (i < n4)
-      yr[i] = make_float4(v[k].x * inv * g[k].x, v[k].y * inv * g[k].y, v[k].z * inv * g[k].z,
-                          v[k].w * inv * g[k].w);
+    if (i < n4) {
+      if (kAdd) xr[i] = v[k];
+      yr[i] = make_float4(rn::apply(v[k].x, inv, g[k].x), rn::apply(v[k].y, inv, g[k].y),
+                          rn::apply(v[k].z, inv, g[k].z), rn::apply(v[k].w, inv, g[k].w));
+    }
   }
 }
 

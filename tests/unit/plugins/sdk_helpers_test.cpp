@@ -157,6 +157,52 @@ TEST(LinearSwiglu, OlderHostsAnswerUnsupportedAndNewerOnesCallTheService) {
   EXPECT_EQ(g_swiglu_calls, 1);
 }
 
+int g_fused_calls = 0;
+wo_linear_fusion g_fusion_seen{};
+wo_status record_fused(void *, int32_t, int32_t, const wo_tensor *const *, const void *, wo_dtype, void *const *,
+                       wo_dtype, int64_t, const wo_linear_fusion *f) {
+  ++g_fused_calls;
+  g_fusion_seen = f ? *f : wo_linear_fusion{};
+  return WO_OK;
+}
+
+// linear_fused is optional: a 1.3 host (or one without the service) answers WO_ERR_UNSUPPORTED
+// without calling anything, so the architecture runs the norm, projection and adds apart; a 1.4
+// host gets the request with the fusion as the helpers built it.
+TEST(LinearFused, OlderHostsAnswerUnsupportedAndNewerOnesGetTheFusion) {
+  wo_tensor t{};
+  const wo_tensor *w[1] = {&t};
+  float x[4] = {1, 2, 3, 4}, y[4] = {}, g[4] = {1, 1, 1, 1}, b[4] = {};
+  void *ys[1] = {y};
+  const wo_linear_fusion norm = wo::fusion_norm(g, 1e-6f);
+  wo_host older{};
+  older.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_fused)); // a 1.3 host
+  older.linear_fused = record_fused; // past its struct_size: must not be called
+  g_fused_calls = 0;
+  EXPECT_EQ(wo::linear_fused(&older, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &norm),
+            WO_ERR_UNSUPPORTED);
+  EXPECT_EQ(g_fused_calls, 0);
+  wo_host none = older;
+  none.struct_size = sizeof(wo_host);
+  none.linear_fused = nullptr;
+  EXPECT_EQ(wo::linear_fused(&none, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &norm),
+            WO_ERR_UNSUPPORTED);
+  wo_host newer = older;
+  newer.struct_size = sizeof(wo_host);
+  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &norm), WO_OK);
+  EXPECT_EQ(g_fused_calls, 1);
+  EXPECT_EQ(g_fusion_seen.struct_size, sizeof(wo_linear_fusion));
+  EXPECT_EQ(g_fusion_seen.norm_weight, g);
+  EXPECT_EQ(g_fusion_seen.norm_eps, 1e-6f);
+  EXPECT_EQ(g_fusion_seen.bias, nullptr);
+  EXPECT_EQ(g_fusion_seen.accumulate, 0);
+  const wo_linear_fusion res = wo::fusion_residual(b);
+  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &res), WO_OK);
+  EXPECT_EQ(g_fusion_seen.norm_weight, nullptr);
+  EXPECT_EQ(g_fusion_seen.bias, b);
+  EXPECT_EQ(g_fusion_seen.accumulate, 1);
+}
+
 // row_view: the gate and up halves of a fused [gate; up] matrix, and refusals.
 TEST(RowView, SlicesRowsOfA2dMatrixAndRefusesWhatItCannotSlice) {
   std::vector<uint8_t> dev(10 * 34), host(10 * 34);

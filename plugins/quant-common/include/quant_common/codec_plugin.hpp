@@ -129,6 +129,15 @@ template <class Codec> struct CodecPlugin {
                                n_tokens);
     });
   }
+  static wo_status linear_fused(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
+                                const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                                const wo_linear_fusion *fusion) {
+    return one_launch("linear_fused: no single pass for this request; run the steps apart", [&] {
+      if (!w || n < 1) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_fused: no weights");
+      return run_linear_fused(ops_for(w[0], "linear_fused"), host, op, n, w, x, x_type, y, y_type, n_tokens,
+                              fusion);
+    });
+  }
 #endif
 
   static wo_quant_v1 vtable() {
@@ -145,6 +154,7 @@ template <class Codec> struct CodecPlugin {
     v.linear_id = &linear_id;
     v.linear_multi = &linear_multi;
     v.linear_swiglu = &linear_swiglu;
+    v.linear_fused = &linear_fused;
 #endif
     v.last_error = &last_error;
     return v;

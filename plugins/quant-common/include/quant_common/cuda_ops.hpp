@@ -57,6 +57,18 @@ struct Segments {
   int64_t end[kMaxSegments] = {};
 };
 
+// linear_fused's prologue and epilogue for the one-token int8 GEMV (see wo_linear_fusion): the
+// staged activations are rmsnorm(x) * norm_w (worker/rms_norm.cuh's arithmetic, so the bits equal
+// the norm kernel's), and each output is (accumulate ? y : 0) + (dot + bias[row]). A third kernel
+// argument of its own (GemvParams stays small, see there).
+struct Fusion {
+  const float *norm_w = nullptr;
+  float norm_eps = 0.0f;
+  const float *bias = nullptr;
+  bool accumulate = false;
+  bool any() const { return norm_w || bias || accumulate; }
+};
+
 // One GEMV problem set: for every "problem" p (token group, or token*slot for linear_id) and row r,
 // y[p][r] = W_e[r] . x[p]. Pointers are device pointers.
 struct GemvParams {
@@ -105,9 +117,10 @@ struct TypeOps {
   // Returns the launch's cudaError_t.
   int (*grouped)(const GemvParams &p, const void *x16, const int32_t *pairs, const int32_t *tiles,
                  const int32_t *n_tiles, int64_t max_tiles, void *stream);
-  // One-token GEMV over seg's stacked weights in one launch; false (nothing launched) when this
-  // type or shape has no such kernel (the caller then runs one linear per weight).
-  bool (*gemv_multi)(const GemvParams &p, const Segments &seg, void *stream);
+  // One-token GEMV over seg's stacked weights (or p's one weight when seg.n == 0) with fusion's
+  // prologue and epilogue, in one launch; false (nothing launched) when this type or shape has no
+  // such kernel (the caller then takes another path).
+  bool (*gemv_multi)(const GemvParams &p, const Segments &seg, const Fusion &fusion, void *stream);
 };
 
 // The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.
@@ -122,6 +135,13 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
 // such path (n_tokens != 1, gate and up of different shapes, a type or shape without the int8 GEMV).
 bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
                        const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
+// linear_fused (op WO_LINEAR_STACK or WO_LINEAR_SWIGLU, fusion may be null) in one launch. False
+// (nothing enqueued) when there is no such path: n_tokens != 1, weights of different types or
+// row lengths, a type or shape without the int8 GEMV, a norm over a row rms_norm.cuh's partition
+// does not take, F16 activations with a norm or accumulation, a bias with several weights.
+bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
+                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+                      const wo_linear_fusion *fusion);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,

@@ -16,6 +16,7 @@
 #include "quant_common/int8x_dots.cuh"
 
 #include <worker/pdl.cuh>
+#include <worker/rms_norm.cuh>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -256,9 +257,11 @@ constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per col
 inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
 
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
-// 4 consecutive threads share one group of 32, 8 activations each).
+// 4 consecutive threads share one group of 32, 8 activations each). With norm_w, the activations
+// staged are rmsnorm(x) * norm_w given the row's inv_rms (linear_fused's prologue; F32 x).
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
-                                             float *scale, float *sum16) {
+                                             float *scale, float *sum16, const float *norm_w = nullptr,
+                                             float inv_rms = 0.0f) {
   const int lane = threadIdx.x % 32;
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
@@ -267,6 +270,14 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
     if (on) {
       const float4 a = load_x4(p.x, x_off + c, p.x_f16), b = load_x4(p.x, x_off + c + 4, p.x_f16);
       v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      if (norm_w) {
+        const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
+        const float4 g1 = *reinterpret_cast<const float4 *>(norm_w + c + 4);
+        const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          v[i] = wo::rmsnorm::apply(v[i], inv_rms, g[i]);
+      }
     }
     float amax = 0.0f;
 #pragma unroll
@@ -302,9 +313,11 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
 // carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
 enum class Int8xMode { Plain, Stacked, Swiglu };
 
+static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads, "the fused norm prologue uses rms_norm.cuh's partition");
+
 template <class D, Int8xMode M>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
-    gemv_int8x_kernel(const GemvParams p, const Segments seg) {
+    gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu) {
   using X = XDot<D>;
   extern __shared__ __align__(16) uint8_t smem[];
   auto *hi = reinterpret_cast<int8_t *>(smem);
@@ -333,7 +346,11 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     Problem q;
     if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
     __syncthreads();                     // the previous problem's readers are done with the stage
-    stage_x_int8(p, q.x_off, hi, lo, scale, sum16);
+    float inv_rms = 0.0f;                // linear_fused's norm: the row's 1/rms, as the norm kernel's
+    if (fu.norm_w)
+      inv_rms = wo::rmsnorm::row_inv_rms(
+          [&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); }, p.cols, fu.norm_eps);
+    stage_x_int8(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms);
     __syncthreads();
     for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
          row += static_cast<int64_t>(gridDim.x) * kInt8xWarps) {
@@ -368,7 +385,11 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
         const float u = row_dot(seg.w[1] + row * p.row_bytes);
         acc = acc / (1.0f + expf(-acc)) * u;
       }
-      if (lane == 0) store_y(y, yi, acc, p.y_f16);
+      if (lane == 0) { // linear_fused's epilogue: the same float adds add_bias and the residual add make
+        if (fu.bias) acc = __fadd_rn(acc, fu.bias[row]);
+        if (fu.accumulate) acc = __fadd_rn(static_cast<const float *>(y)[yi], acc);
+        store_y(y, yi, acc, p.y_f16);
+      }
     }
   }
 }
@@ -529,7 +550,8 @@ inline int int8x_ctas_per_sm() {
 
 // False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
 // shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
-template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {}) {
+template <class D>
+bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
   if (p.cols > kInt8xMaxCols || p.cols % 32 != 0) return false;
   if (XDot<D>::kAligned16) {
     if (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0)
@@ -538,7 +560,7 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s, const 
       if (reinterpret_cast<uintptr_t>(seg.w[i]) % 16 != 0) return false;
   }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-  if (gemv_variant() == 4 && seg.n == 0) { // lane groups; linear_multi's stacked rows need variant 3
+  if (gemv_variant() == 4 && seg.n == 0 && !fu.any()) { // lane groups; linear_multi/linear_fused need variant 3
     // lanes per row: the widest group that still fills 3/4 of its slots
     const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
     const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32
@@ -562,7 +584,7 @@ template <class D> bool launch_int8x(const GemvParams &p, cudaStream_t s, const 
   const auto kernel = seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain>
                       : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu>
                                    : gemv_int8x_kernel<D, Int8xMode::Stacked>;
-  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg);
+  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu);
   return true;
 }
 
@@ -597,12 +619,14 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   }
 }
 
-// linear_multi's and linear_swiglu's one launch: the int8 GEMV (variant 3) reads the stacked
-// weights' rows (or gate's and up's rows in one warp); every other kernel and type declines.
-template <class D> bool launch_gemv_multi(const GemvParams &p, const Segments &seg, void *stream) {
+// linear_multi's, linear_swiglu's and linear_fused's one launch: the int8 GEMV (variant 3) reads
+// the stacked weights' rows (or gate's and up's rows in one warp, or one weight) with the fusion's
+// prologue and epilogue; every other kernel and type declines.
+template <class D>
+bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &fu, void *stream) {
   if constexpr (has_xdot<D>()) {
-    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && seg.n > 0)
-      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream), seg);
+    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && (seg.n > 0 || fu.any()))
+      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream), seg, fu);
   }
   return false;
 }
