@@ -131,22 +131,29 @@ wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype 
   });
 }
 
+// linear_multi's and linear_fused's weight list: 1..WO_LINEAR_MULTI_MAX weights, none NULL.
+wo_status check_weight_list(Engine::Impl &e, const char *op, int32_t n, const wo_tensor *const *w,
+                            void *const *y) {
+  if (n < 1 || n > WO_LINEAR_MULTI_MAX || !w || !y) {
+    e.last_codec_error = std::string(op) + ": expected 1.." + std::to_string(WO_LINEAR_MULTI_MAX) +
+                         " weights and non-NULL arrays, found n=" + std::to_string(n);
+    return WO_ERR_INVALID_ARGUMENT;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (!w[i]) {
+      e.last_codec_error = std::string(op) + ": weight " + std::to_string(i) + " is NULL";
+      return WO_ERR_INVALID_ARGUMENT;
+    }
+  return WO_OK;
+}
+
 // One codec launch when every weight routes to the same codec with the same type and the codec
 // takes them (unless WORKER_LINEAR_MULTI=0); otherwise, or when the codec answers
 // WO_ERR_UNSUPPORTED, one linear call per weight.
 wo_status host_linear_multi(void *ctx, int32_t n, const wo_tensor *const *w, const void *x, wo_dtype x_type,
                             void *const *y, wo_dtype y_type, int64_t n_tokens) {
   auto &e = impl(ctx);
-  if (n < 1 || n > WO_LINEAR_MULTI_MAX || !w || !y) {
-    e.last_codec_error = "linear_multi: expected 1.." + std::to_string(WO_LINEAR_MULTI_MAX) +
-                         " weights and non-NULL arrays, found n=" + std::to_string(n);
-    return WO_ERR_INVALID_ARGUMENT;
-  }
-  for (int32_t i = 0; i < n; ++i)
-    if (!w[i]) {
-      e.last_codec_error = "linear_multi: weight " + std::to_string(i) + " is NULL";
-      return WO_ERR_INVALID_ARGUMENT;
-    }
+  if (const wo_status st = check_weight_list(e, "linear_multi", n, w, y); st != WO_OK) return st;
   if (e.opts.linear_multi && n > 1) {
     const QuantRoute *q = nullptr;
     bool one_type = true;
@@ -192,16 +199,7 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
                             wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion) {
   auto &e = impl(ctx);
-  if (n < 1 || n > WO_LINEAR_MULTI_MAX || !w || !y) {
-    e.last_codec_error = "linear_fused: expected 1.." + std::to_string(WO_LINEAR_MULTI_MAX) +
-                         " weights and non-NULL arrays, found n=" + std::to_string(n);
-    return WO_ERR_INVALID_ARGUMENT;
-  }
-  for (int32_t i = 0; i < n; ++i)
-    if (!w[i]) {
-      e.last_codec_error = "linear_fused: weight " + std::to_string(i) + " is NULL";
-      return WO_ERR_INVALID_ARGUMENT;
-    }
+  if (const wo_status st = check_weight_list(e, "linear_fused", n, w, y); st != WO_OK) return st;
   if (!e.opts.linear_fused || (op == WO_LINEAR_SWIGLU && !e.opts.linear_swiglu) ||
       (op == WO_LINEAR_STACK && n > 1 && !e.opts.linear_multi))
     return WO_ERR_UNSUPPORTED;

@@ -57,7 +57,8 @@ void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t 
   else {
     float *const out[1] = {logits}; // one row: the norm in the LM head's own pass where the host offers it
     if (rows == 1 && inst.fused &&
-        ops.linear_fused(1, &inst.w.output, x, out, wo::fusion_norm(f32_data(inst.w.output_norm), hp.norm_eps)))
+        ops.linear_fused(1, &inst.w.output, x, out,
+                         wo::fusion_norm(f32_data(inst.w.output_norm), hp.norm_eps)))
       return;
     cuda_ok(
         kernels::rms_norm(x, f32_data(inst.w.output_norm), b.h, rows, hp.n_embd, hp.norm_eps, ops.stream()),

@@ -61,7 +61,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     // ---- attention: q, k, v = W (rmsnorm(x) * attn_norm)
     const wo_tensor *qkv_w[3] = {w.attn_q, w.attn_k, w.attn_v};
     float *const qkv_y[3] = {b.q, b.k, b.v};
-    if (!(fold && ops.linear_fused(3, qkv_w, b.x, qkv_y, wo::fusion_norm(f32_data(w.attn_norm), hp.norm_eps)))) {
+    if (!(fold &&
+          ops.linear_fused(3, qkv_w, b.x, qkv_y, wo::fusion_norm(f32_data(w.attn_norm), hp.norm_eps)))) {
       cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
       ops.linear_multi(3, qkv_w, b.h, qkv_y, m);
     }
@@ -87,15 +88,17 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     ap.sinks = f32_data(w.attn_sinks);
     cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     float *const x_out[1] = {b.x};
-    if (fold && ops.linear_fused(1, &w.attn_output, b.attn, x_out, wo::fusion_residual(f32_data(w.attn_output_b)))) {
+    if (fold &&
+        ops.linear_fused(1, &w.attn_output, b.attn, x_out, wo::fusion_residual(f32_data(w.attn_output_b)))) {
       cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
               "post_attention_norm", il);
     } else {
       ops.linear(w.attn_output, b.attn, b.proj, m);
       cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
       if (inst.fused) { // x += proj; h = rmsnorm(x) * w in one kernel
-        cuda_ok(kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
-                "attention residual + post_attention_norm", il);
+        cuda_ok(
+            kernels::add_rms_norm(b.x, b.proj, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+            "attention residual + post_attention_norm", il);
       } else {
         cuda_ok(kernels::add(b.x, b.x, b.proj, m * E, s), "attention residual", il);
         cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),

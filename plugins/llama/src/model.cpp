@@ -191,20 +191,21 @@ void Model::decode_step(const int32_t *token_dev, const int32_t *pos_dev, int64_
 bool Model::try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,
                       const wo_linear_fusion &f, int layer) {
   if (flags_ & WO_ARCH_UNFUSED) return false;
-  const wo_status s = wo::linear_fused(host_.raw(), op, k, w, x, WO_DTYPE_F32, reinterpret_cast<void *const *>(y),
-                                       WO_DTYPE_F32, 1, &f);
+  const wo_status s = wo::linear_fused(host_.raw(), op, k, w, x, WO_DTYPE_F32,
+                                       reinterpret_cast<void *const *>(y), WO_DTYPE_F32, 1, &f);
   if (s == WO_ERR_UNSUPPORTED) return false;
   if (s != WO_OK) host_failed(s, "linear_fused (first weight)", w[0], 1, layer);
   return true;
 }
 
-void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k, const wo_tensor *const *w,
-                          float *const *y, int layer) {
+void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k,
+                          const wo_tensor *const *w, float *const *y, int layer) {
   const Scratch &b = *bufs_;
   const int64_t E = hp_.n_embd;
   float *x = b.x + first * E;
   const float *nw = static_cast<const float *>(norm->data);
-  if (!residual_pending_ && rows == 1 && try_fused(WO_LINEAR_STACK, k, w, x, y, wo::fusion_norm(nw, hp_.rms_eps), layer))
+  if (!residual_pending_ && rows == 1 &&
+      try_fused(WO_LINEAR_STACK, k, w, x, y, wo::fusion_norm(nw, hp_.rms_eps), layer))
     return;
   auto st = static_cast<cudaStream_t>(stream_);
   if (residual_pending_ && !(flags_ & WO_ARCH_UNFUSED))
@@ -244,7 +245,8 @@ void Model::normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &
   }
 }
 
-void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer) {
+void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n,
+                            int layer) {
   const Scratch &b = *bufs_;
   const float *bias_f = bias ? static_cast<const float *>(bias->data) : nullptr;
   float *const x_out[1] = {b.x};
@@ -252,7 +254,8 @@ void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const flo
       try_fused(WO_LINEAR_STACK, 1, &w, in, x_out, wo::fusion_residual(bias_f), layer))
     return;
   linear(w, in, b.o, n, layer);
-  if (bias_f) cuda(k::add_bias(b.o, bias_f, n, hp_.n_embd, static_cast<cudaStream_t>(stream_)), "bias", layer);
+  if (bias_f)
+    cuda(k::add_bias(b.o, bias_f, n, hp_.n_embd, static_cast<cudaStream_t>(stream_)), "bias", layer);
   residual_pending_ = true; // the next norm adds it
 }
 

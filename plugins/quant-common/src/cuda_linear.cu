@@ -306,7 +306,6 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   check_launch(what);
 }
 
-
 namespace {
 // wo_linear_fusion as far as the caller's struct_size reaches (NULL: nothing folded).
 Fusion read_fusion(const wo_linear_fusion *f) {
@@ -322,25 +321,28 @@ Fusion read_fusion(const wo_linear_fusion *f) {
 
 // The one entry behind linear_multi, linear_swiglu and linear_fused: `op_name` names the caller's
 // service in messages.
-static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
-                       const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
-                       const Fusion &fu, const char *op_name) {
+static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n,
+                       const wo_tensor *const *w, const void *x, wo_dtype x_type, void *const *y,
+                       wo_dtype y_type, int64_t n_tokens, const Fusion &fu, const char *op_name) {
   const std::string name = op_name;
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": host is NULL");
   if (op != WO_LINEAR_STACK && op != WO_LINEAR_SWIGLU)
-    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
-                                             std::to_string(op));
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                name + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
+                    std::to_string(op));
   const bool swiglu = op == WO_LINEAR_SWIGLU;
   if (n < 1 || n > kMaxSegments || !w || !y || (swiglu && n != 2))
-    throw Error(WO_ERR_INVALID_ARGUMENT,
-                name + ": expected " + (swiglu ? std::string("2 weights (gate, up)") : "1.." + std::to_string(kMaxSegments) + " weights") +
-                    " and non-NULL arrays, found n=" + std::to_string(n));
+    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": expected " +
+                                             (swiglu ? std::string("2 weights (gate, up)")
+                                                     : "1.." + std::to_string(kMaxSegments) + " weights") +
+                                             " and non-NULL arrays, found n=" + std::to_string(n));
   for (int32_t i = 0; i < n; ++i)
     if (!w[i]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": weight " + std::to_string(i) + " is NULL");
   if (!x) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": x is NULL");
   if ((fu.bias && (n != 1 || swiglu)) || (fu.accumulate && swiglu))
-    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": a bias needs exactly one weight and op WO_LINEAR_STACK, "
-                                                "accumulate op WO_LINEAR_STACK; found op " +
+    throw Error(WO_ERR_INVALID_ARGUMENT, name +
+                                             ": a bias needs exactly one weight and op WO_LINEAR_STACK, "
+                                             "accumulate op WO_LINEAR_STACK; found op " +
                                              std::to_string(op) + " with " + std::to_string(n) + " weights");
   check_dtype(x_type, "x", op_name);
   check_dtype(y_type, "y", op_name);
@@ -400,7 +402,8 @@ bool run_linear_multi(const TypeOps &ops, const wo_host *host, int32_t n, const 
     check_dtype(y_type, "y", "linear_multi");
     return false;
   }
-  return fused_pass(ops, host, WO_LINEAR_STACK, n, w, x, x_type, y, y_type, n_tokens, Fusion{}, "linear_multi");
+  return fused_pass(ops, host, WO_LINEAR_STACK, n, w, x, x_type, y, y_type, n_tokens, Fusion{},
+                    "linear_multi");
 }
 
 bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
@@ -413,9 +416,9 @@ bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor 
                     "linear_swiglu");
 }
 
-bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
-                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
-                      const wo_linear_fusion *fusion) {
+bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n,
+                      const wo_tensor *const *w, const void *x, wo_dtype x_type, void *const *y,
+                      wo_dtype y_type, int64_t n_tokens, const wo_linear_fusion *fusion) {
   const Fusion fu = read_fusion(fusion);
   if (op == WO_LINEAR_STACK && n == 1 && !fu.any()) return false; // a plain linear: the caller's own call
   return fused_pass(ops, host, op, n, w, x, x_type, y, y_type, n_tokens, fu, "linear_fused");

@@ -617,8 +617,8 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     norm.norm_eps = eps;
     void *ty[2] = {y[0].get(), y[1].get()};
     const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
-    const wo_status st =
-        q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &norm);
+    const wo_status st = q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty,
+                                         WO_DTYPE_F32, 1, &norm);
     if (!block_type) {
       EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no int8 GEMV";
       continue;
@@ -646,9 +646,9 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     epi.struct_size = sizeof epi;
     epi.bias = bias.get();
     epi.accumulate = 1;
-    ASSERT_EQ(
-        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &epi),
-        WO_OK)
+    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1,
+                              &epi),
+              WO_OK)
         << q->last_error();
     ASSERT_EQ(q->linear(dev->host(), tw[0], x.get(), WO_DTYPE_F32, ref[0].get(), WO_DTYPE_F32, 1), WO_OK);
     dev->sync();
@@ -663,12 +663,13 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     // Gate, up and SiLU with the norm: linear_swiglu on the normed row.
     const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
     const wo_tensor *gu[2] = {&gate, tw[1]};
-    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1, WO_DTYPE_F32,
-                              1, &norm),
+    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1,
+                              WO_DTYPE_F32, 1, &norm),
               WO_OK)
         << q->last_error();
-    ASSERT_EQ(q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
-              WO_OK);
+    ASSERT_EQ(
+        q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
+        WO_OK);
     dev->sync();
     EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
 
@@ -676,12 +677,12 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     // the norm's register partition. Refused: a bias over two weights.
     const std::vector<float> sentinel(static_cast<size_t>(rows[0]), 7.0f);
     y[0].upload(sentinel.data(), sentinel.size());
-    EXPECT_EQ(
-        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 2, &norm),
-        WO_ERR_UNSUPPORTED);
-    EXPECT_EQ(
-        q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F16, ty, WO_DTYPE_F32, 1, &norm),
-        WO_ERR_UNSUPPORTED);
+    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 2,
+                              &norm),
+              WO_ERR_UNSUPPORTED);
+    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F16, ty, WO_DTYPE_F32, 1,
+                              &norm),
+              WO_ERR_UNSUPPORTED);
     const int64_t long_cols = valid_cols(type, 4608);
     DeviceArray<float> xl(long_cols), gl(long_cols);
     const auto xlf = normal_floats(static_cast<size_t>(long_cols), rng());
@@ -696,9 +697,9 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
                                 WO_DTYPE_F32, 1, &norm_wide),
                 WO_ERR_UNSUPPORTED)
           << long_cols << " columns";
-    EXPECT_EQ(
-        q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &epi),
-        WO_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1,
+                              &epi),
+              WO_ERR_INVALID_ARGUMENT);
     dev->sync();
     EXPECT_EQ(y[0].download(sentinel.size()), sentinel) << tn << ": a declined linear_fused wrote its output";
   }

@@ -44,7 +44,9 @@ __device__ __forceinline__ float inv_rms(float sum_of_squares, int64_t n_cols, f
 }
 
 // The normalized value of x with weight g.
-__device__ __forceinline__ float apply(float x, float inv, float g) { return __fmul_rn(__fmul_rn(x, inv), g); }
+__device__ __forceinline__ float apply(float x, float inv, float g) {
+  return __fmul_rn(__fmul_rn(x, inv), g);
+}
 
 // 1 / rms of row x[0..n_cols) (fits(n_cols), 16-byte aligned), read with the fixed partition by
 // all kThreads threads of the block. load(k, i) returns float4 number i of the row, which is this

@@ -27,8 +27,9 @@ extern "C" {
 #endif
 
 #define WORKER_SDK_ABI_MAJOR 1u
-#define WORKER_SDK_ABI_MINOR 4u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;
-                                   1.4: linear_fused */
+#define WORKER_SDK_ABI_MINOR                                                                                 \
+  4u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+        1.4: linear_fused */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -336,8 +337,8 @@ typedef struct wo_quant_v1 {
 
   /* 1.4, optional (may be NULL or absent): wo_host.linear_fused for weights of this codec's types.
    * WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for the request. */
-  wo_status (*linear_fused)(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
-                            wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
+  wo_status (*linear_fused)(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
+                            const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion);
 } wo_quant_v1;
 

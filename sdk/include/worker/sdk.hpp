@@ -268,9 +268,9 @@ inline wo_status linear_swiglu(const wo_host *h, const wo_tensor *gate, const wo
 // A projection with its norm, bias or residual add folded in (SDK 1.4; see wo_linear_fusion),
 // through the host's linear_fused. WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or
 // when no single pass serves the request: the caller then runs the steps itself.
-inline wo_status linear_fused(const wo_host *h, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
-                              wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
-                              const wo_linear_fusion *fusion) {
+inline wo_status linear_fused(const wo_host *h, int32_t op, int32_t n, const wo_tensor *const *w,
+                              const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type,
+                              int64_t n_tokens, const wo_linear_fusion *fusion) {
   if (WO_HAS_FIELD(wo_host, h->struct_size, linear_fused) && h->linear_fused)
     return h->linear_fused(h->ctx, op, n, w, x, x_type, y, y_type, n_tokens, fusion);
   return WO_ERR_UNSUPPORTED;

@@ -28,13 +28,6 @@ namespace {
 // Bound on the relative L2 of the logits:
 constexpr double kGraphTolerance = 1e-3;
 
-int32_t argmax(const std::vector<float> &v) {
-  size_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i] > v[best]) best = i;
-  return static_cast<int32_t>(best);
-}
-
 struct DeviceInt {
   int32_t *p = nullptr;
   DeviceInt() { EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&p), sizeof(int32_t)), cudaSuccess); }
@@ -108,12 +101,7 @@ TEST_P(DecodeGraph, ReplayMatchesLaunchedKernelsAcrossBucketsAndSessions) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, DecodeGraph,
                          ::testing::Values("llama-tiny-Q8_0", "phi3-tiny-Q4_K_M", "qwen2-tiny-Q4_K_M",
                                            "gpt2-tiny-Q8_0", "gpt-oss-tiny-MXFP4_MOE"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         FixtureName());
 
 } // namespace
 } // namespace wo::testing

@@ -17,13 +17,6 @@
 namespace wo::testing {
 namespace {
 
-int32_t argmax(const std::vector<float> &v) {
-  size_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i] > v[best]) best = i;
-  return static_cast<int32_t>(best);
-}
-
 class FusedProjections : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -78,12 +71,7 @@ TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogitsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, FusedProjections,
                          ::testing::Values("llama-tiny-Q8_0", "llama-tiny-Q4_K_M", "phi3-tiny-Q4_K_M",
                                            "qwen2-tiny-Q4_K_M", "qwen2-tiny-Q8_0", "gpt-oss-tiny-MXFP4_MOE"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         FixtureName());
 
 } // namespace
 } // namespace wo::testing

@@ -5,9 +5,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace wo::testing {
 
@@ -45,6 +47,27 @@ inline bool file_exists(const std::string &p) {
   if (f) std::fclose(f);
   return f != nullptr;
 }
+
+// The index of the largest logit (the lowest on ties), as greedy sampling picks.
+inline int32_t argmax(const float *v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (v[i] > v[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+inline int32_t argmax(const std::vector<float> &v) {
+  return argmax(v.data(), static_cast<int64_t>(v.size()));
+}
+
+// A fixture model's name as a gtest parameter name (letters, digits and '_').
+struct FixtureName {
+  template <class Info> std::string operator()(const Info &info) const {
+    std::string n = info.param;
+    for (char &c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return n;
+  }
+};
 
 } // namespace wo::testing
 

@@ -56,13 +56,6 @@ std::string case_name(const ::testing::TestParamInfo<ModelCase> &info) {
   return s;
 }
 
-int32_t argmax(const float *v, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (v[i] > v[best]) best = i;
-  return static_cast<int32_t>(best);
-}
-
 // What one prompt produced.
 struct PromptRun {
   std::vector<int32_t> argmax_per_position;

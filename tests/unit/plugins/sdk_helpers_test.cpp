@@ -159,8 +159,8 @@ TEST(LinearSwiglu, OlderHostsAnswerUnsupportedAndNewerOnesCallTheService) {
 
 int g_fused_calls = 0;
 wo_linear_fusion g_fusion_seen{};
-wo_status record_fused(void *, int32_t, int32_t, const wo_tensor *const *, const void *, wo_dtype, void *const *,
-                       wo_dtype, int64_t, const wo_linear_fusion *f) {
+wo_status record_fused(void *, int32_t, int32_t, const wo_tensor *const *, const void *, wo_dtype,
+                       void *const *, wo_dtype, int64_t, const wo_linear_fusion *f) {
   ++g_fused_calls;
   g_fusion_seen = f ? *f : wo_linear_fusion{};
   return WO_OK;
@@ -189,7 +189,8 @@ TEST(LinearFused, OlderHostsAnswerUnsupportedAndNewerOnesGetTheFusion) {
             WO_ERR_UNSUPPORTED);
   wo_host newer = older;
   newer.struct_size = sizeof(wo_host);
-  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &norm), WO_OK);
+  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &norm),
+            WO_OK);
   EXPECT_EQ(g_fused_calls, 1);
   EXPECT_EQ(g_fusion_seen.struct_size, sizeof(wo_linear_fusion));
   EXPECT_EQ(g_fusion_seen.norm_weight, g);
@@ -197,7 +198,8 @@ TEST(LinearFused, OlderHostsAnswerUnsupportedAndNewerOnesGetTheFusion) {
   EXPECT_EQ(g_fusion_seen.bias, nullptr);
   EXPECT_EQ(g_fusion_seen.accumulate, 0);
   const wo_linear_fusion res = wo::fusion_residual(b);
-  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &res), WO_OK);
+  ASSERT_EQ(wo::linear_fused(&newer, WO_LINEAR_STACK, 1, w, x, WO_DTYPE_F32, ys, WO_DTYPE_F32, 1, &res),
+            WO_OK);
   EXPECT_EQ(g_fusion_seen.norm_weight, nullptr);
   EXPECT_EQ(g_fusion_seen.bias, b);
   EXPECT_EQ(g_fusion_seen.accumulate, 1);

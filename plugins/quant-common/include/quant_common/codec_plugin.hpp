@@ -130,8 +130,8 @@ template <class Codec> struct CodecPlugin {
     });
   }
   static wo_status linear_fused(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
-                                const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
-                                const wo_linear_fusion *fusion) {
+                                const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type,
+                                int64_t n_tokens, const wo_linear_fusion *fusion) {
     return one_launch("linear_fused: no single pass for this request; run the steps apart", [&] {
       if (!w || n < 1) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_fused: no weights");
       return run_linear_fused(ops_for(w[0], "linear_fused"), host, op, n, w, x, x_type, y, y_type, n_tokens,

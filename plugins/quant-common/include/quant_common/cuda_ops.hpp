@@ -89,7 +89,8 @@ struct GemvParams {
   // expert_bytes offset from linear_id's weight pointer (every slot read expert 0's rows; caught
   // by GpuCodec.LinearIdMatchesPerExpertLinear).
 };
-static_assert(sizeof(GemvParams) <= 128, "GemvParams is a kernel argument: keep it small (see the note above)");
+static_assert(sizeof(GemvParams) <= 128,
+              "GemvParams is a kernel argument: keep it small (see the note above)");
 
 // Dequantize n_rows rows (row ids[i], or row0 + i when ids is null) into out[i][cols].
 struct DequantParams {
@@ -139,9 +140,9 @@ bool run_linear_swiglu(const TypeOps &ops, const wo_host *host, const wo_tensor 
 // (nothing enqueued) when there is no such path: n_tokens != 1, weights of different types or
 // row lengths, a type or shape without the int8 GEMV, a norm over a row rms_norm.cuh's partition
 // does not take, F16 activations with a norm or accumulation, a bias with several weights.
-bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
-                      const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
-                      const wo_linear_fusion *fusion);
+bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n,
+                      const wo_tensor *const *w, const void *x, wo_dtype x_type, void *const *y,
+                      wo_dtype y_type, int64_t n_tokens, const wo_linear_fusion *fusion);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,

@@ -313,7 +313,8 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
 // carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
 enum class Int8xMode { Plain, Stacked, Swiglu };
 
-static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads, "the fused norm prologue uses rms_norm.cuh's partition");
+static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads,
+              "the fused norm prologue uses rms_norm.cuh's partition");
 
 template <class D, Int8xMode M>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
@@ -348,8 +349,8 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     __syncthreads();                     // the previous problem's readers are done with the stage
     float inv_rms = 0.0f;                // linear_fused's norm: the row's 1/rms, as the norm kernel's
     if (fu.norm_w)
-      inv_rms = wo::rmsnorm::row_inv_rms(
-          [&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); }, p.cols, fu.norm_eps);
+      inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
+                                         p.cols, fu.norm_eps);
     stage_x_int8(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms);
     __syncthreads();
     for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
@@ -560,7 +561,8 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
       if (reinterpret_cast<uintptr_t>(seg.w[i]) % 16 != 0) return false;
   }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-  if (gemv_variant() == 4 && seg.n == 0 && !fu.any()) { // lane groups; linear_multi/linear_fused need variant 3
+  if (gemv_variant() == 4 && seg.n == 0 &&
+      !fu.any()) { // lane groups; linear_multi/linear_fused need variant 3
     // lanes per row: the widest group that still fills 3/4 of its slots
     const int64_t n_parts = p.cols / D::QK * XDot<D>::PARTS;
     const int lanes = n_parts >= 32 * kInt8xUnroll * 3 / 4   ? 32

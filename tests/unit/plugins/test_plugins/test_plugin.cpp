@@ -243,8 +243,8 @@ Vtable make_vtable() {
 #else // quant, and the bogus kinds (they carry a quant vtable)
 using Vtable = wo_quant_v1;
 Vtable make_vtable() {
-  return {sizeof(wo_quant_v1), 1, kTypes, q_dequantize, q_quantize, q_check, nullptr, nullptr, nullptr,
-          q_last_error, nullptr, nullptr, nullptr};
+  return {sizeof(wo_quant_v1), 1,       kTypes,  q_dequantize, q_quantize, q_check, nullptr, nullptr, nullptr,
+          q_last_error,        nullptr, nullptr, nullptr};
 }
 #endif
 
