@@ -59,8 +59,9 @@ struct EngineOptions {
   // WORKER_LINEAR_MULTI=0) makes one linear call per weight, a debugging switch.
   bool linear_multi = true;
   // wo_host.linear_swiglu asks the codec for gate, up and SiLU in one pass; false answers
-  // WO_ERR_UNSUPPORTED and the architecture runs its own path. Off until its GPU test
-  // (GpuCodec.LinearSwigluEqualsTwoLinearsThenSilu) has run on a device; WORKER_LINEAR_SWIGLU=1.
+  // WO_ERR_UNSUPPORTED and the architecture runs its own path. Correct on the H100 (its GPU test
+  // passes) but 3-9% slower per decode step than the stacked gate/up GEMV plus swiglu (each warp
+  // has one row's loads in flight instead of two; docs/perf.md), so off; WORKER_LINEAR_SWIGLU=1.
   bool linear_swiglu = false;
   // wo_host.linear_fused asks the codec to fold the norm before a one-token projection and the
   // bias and residual add after it into the projection's pass (SDK 1.4); false (or
