@@ -320,27 +320,28 @@ Fusion read_fusion(const wo_linear_fusion *f) {
 } // namespace
 
 // The one entry behind linear_multi, linear_swiglu and linear_fused: `op_name` names the caller's
-// service in messages.
+// service in messages, which are built only on failure (the decode path makes no strings).
 static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int32_t n,
                        const wo_tensor *const *w, const void *x, wo_dtype x_type, void *const *y,
                        wo_dtype y_type, int64_t n_tokens, const Fusion &fu, const char *op_name) {
-  const std::string name = op_name;
-  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": host is NULL");
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": host is NULL");
   if (op != WO_LINEAR_STACK && op != WO_LINEAR_SWIGLU)
     throw Error(WO_ERR_INVALID_ARGUMENT,
-                name + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
+                std::string(op_name) + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
                     std::to_string(op));
   const bool swiglu = op == WO_LINEAR_SWIGLU;
   if (n < 1 || n > kMaxSegments || !w || !y || (swiglu && n != 2))
-    throw Error(WO_ERR_INVALID_ARGUMENT, name + ": expected " +
+    throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": expected " +
                                              (swiglu ? std::string("2 weights (gate, up)")
                                                      : "1.." + std::to_string(kMaxSegments) + " weights") +
                                              " and non-NULL arrays, found n=" + std::to_string(n));
   for (int32_t i = 0; i < n; ++i)
-    if (!w[i]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": weight " + std::to_string(i) + " is NULL");
-  if (!x) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": x is NULL");
+    if (!w[i])
+      throw Error(WO_ERR_INVALID_ARGUMENT,
+                  std::string(op_name) + ": weight " + std::to_string(i) + " is NULL");
+  if (!x) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": x is NULL");
   if ((fu.bias && (n != 1 || swiglu)) || (fu.accumulate && swiglu))
-    throw Error(WO_ERR_INVALID_ARGUMENT, name +
+    throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) +
                                              ": a bias needs exactly one weight and op WO_LINEAR_STACK, "
                                              "accumulate op WO_LINEAR_STACK; found op " +
                                              std::to_string(op) + " with " + std::to_string(n) + " weights");
@@ -362,11 +363,13 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
     seg.w[i] = static_cast<const uint8_t *>(w[i]->data);
     seg.end[i] = (i ? seg.end[i - 1] : 0) + sh.rows;
     if (swiglu) continue; // one output: y[0]
-    if (!y[i]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": output " + std::to_string(i) + " is NULL");
+    if (!y[i])
+      throw Error(WO_ERR_INVALID_ARGUMENT,
+                  std::string(op_name) + ": output " + std::to_string(i) + " is NULL");
     check_aligned(y[i], 4, "y", op_name);
     seg.y[i] = y[i];
   }
-  if (!y[0]) throw Error(WO_ERR_INVALID_ARGUMENT, name + ": output 0 is NULL");
+  if (!y[0]) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": output 0 is NULL");
   check_aligned(y[0], 4, "y", op_name);
   if (fu.norm_w && (!wo::rmsnorm::fits(first.cols) || reinterpret_cast<uintptr_t>(fu.norm_w) % 16 != 0))
     return false; // the norm kernel's register partition is what the prologue reproduces
@@ -390,7 +393,7 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
     std::string names;
     for (int32_t i = 0; i < n; ++i)
       names += (i ? ", " : "") + describe(w[i]);
-    return name + " on " + names;
+    return std::string(op_name) + " on " + names;
   });
   return true;
 }
