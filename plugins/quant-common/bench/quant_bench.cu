@@ -9,6 +9,8 @@
 //   quant_bench [plugin_dir]      (default: $WORKER_PLUGIN_DIR, else the build's plugins/)
 //   WORKER_QUANT_GEMV=1|2|3 quant_bench   measures that GEMV variant (linear_kernels.cuh,
 //   gemv_variant(): 1 FP32 one row per warp, 2 multi-row, 3 int8-activation dp4a)
+//   WORKER_BENCH_CASES="Q4_K:9216x3072 MXFP4"   only the cases whose "TYPE:ROWSxCOLS" contains one
+//   of the words (for profiling one shape under ncu)
 #include "quant_common/device_test_host.hpp"
 #include "quant_common/random_blocks.hpp"
 
@@ -137,7 +139,21 @@ int main(int argc, char **argv) try {
       {wo::ggml::MXFP4, 5760, 2880},
       {wo::ggml::Q8_0, 201088, 2880},
   };
+  const char *only = std::getenv("WORKER_BENCH_CASES");
+  const auto selected = [&](const Case &c) {
+    if (!only || !*only) return true;
+    const std::string name = std::string(wo::ggml::type_name(c.type)) + ":" + std::to_string(c.rows) + "x" +
+                             std::to_string(c.cols);
+    std::string words = only;
+    for (size_t at = 0; at < words.size();) {
+      const size_t end = std::min(words.find(' ', at), words.size());
+      if (end > at && name.find(words.substr(at, end - at)) != std::string::npos) return true;
+      at = end + 1;
+    }
+    return false;
+  };
   for (const Case &c : cases) {
+    if (!selected(c)) continue;
     const wo_quant_v1 *q = c.type == wo::ggml::MXFP4 ? mxfp4 : ggml;
     const uint64_t bytes = wo::ggml::row_bytes(c.type, c.cols) * c.rows;
     const int copies = static_cast<int>(std::max<uint64_t>(1, (3ull * prop.l2CacheSize + bytes - 1) / bytes));

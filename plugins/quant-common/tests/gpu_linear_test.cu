@@ -181,9 +181,21 @@ const int64_t kTokens[] = {1, 3, 7, 64, 512}; // 3: the multi-token GEMV; 7 and 
 constexpr double kLinearTol = 2e-3;
 // WORKER_QUANT_GEMV when it selects another GEMV than the default (variant 3), which alone has the
 // one-launch paths (linear_multi, linear_swiglu); nullptr otherwise.
+// The GEMV variant the codec runs when it is not the default one (5) or variant 3, the two with
+// the one-launch paths; null otherwise.
 const char *non_default_gemv() {
   const char *v = std::getenv("WORKER_QUANT_GEMV");
-  return v && std::string(v) != "3" ? v : nullptr;
+  return v && std::string(v) != "3" && std::string(v) != "5" ? v : nullptr;
+}
+
+// Whether the one-token GEMV of `type` is variant 5's whole-block kernel, which declines
+// linear_swiglu (the host then runs the two linears and the swiglu kernel, whose bits it gives).
+bool unit_gemv_type(uint32_t type) {
+  const char *v = std::getenv("WORKER_QUANT_GEMV");
+  if (v && std::string(v) == "3") return false;
+  for (uint32_t t : {wo::ggml::Q4_K, wo::ggml::Q5_K, wo::ggml::Q8_0, wo::ggml::Q5_0, wo::ggml::MXFP4})
+    if (t == type) return true;
+  return false;
 }
 
 TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
@@ -474,7 +486,7 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
   if (const char *v = non_default_gemv())
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v
-                 << ": only the default GEMV (variant 3) has the one-launch path";
+                 << ": only the default GEMV (variant 5) and variant 3 have the one-launch path";
   for (uint32_t type : kPlugin.types) {
     const int64_t cols = valid_cols(type, 896);
     const int64_t rows[3] = {896, 128, 136}; // q, k, v of a 0.5B-like layer; 136: a partial CTA
@@ -531,7 +543,7 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
 TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_swiglu) && q->linear_swiglu);
   if (const char *v = non_default_gemv())
-    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only the default GEMV (variant 3) has the single pass";
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only variant 3 has the single pass";
   constexpr double kTol = 1e-5; // the host's expf against the device's; the dots are the same bits
   for (uint32_t type : kPlugin.types) {
     const int64_t cols = valid_cols(type, 896), rows = 1000; // 1000: a partial CTA
@@ -546,10 +558,15 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
     DeviceArray<float> x(xf.size()), y(3 * rows), yg(rows), yu(rows);
     x.upload(xf.data(), xf.size());
     const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+    const std::vector<float> untouched(static_cast<size_t>(3 * rows), 7.0f);
+    y.upload(untouched.data(), untouched.size());
     const wo_status st =
         q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1);
-    if (!block_type) {
-      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
+    if (!block_type || unit_gemv_type(type)) {
+      EXPECT_EQ(st, WO_ERR_UNSUPPORTED)
+          << wo::ggml::type_name(type) << ": plain types and variant 5's types have no single pass";
+      dev->sync();
+      EXPECT_EQ(y.download(untouched.size()), untouched) << "a declined linear_swiglu wrote its output";
       continue;
     }
     ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
@@ -584,7 +601,8 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
 TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
   if (const char *v = non_default_gemv())
-    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only the default GEMV (variant 3) has the fused pass";
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v
+                 << ": only the default GEMV (variant 5) and variant 3 have the fused pass";
   const cudaStream_t s = dev->stream();
   for (uint32_t type : kPlugin.types) {
     const char *tn = wo::ggml::type_name(type);
@@ -660,18 +678,22 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
       EXPECT_EQ(got, want) << tn << " bias+accumulate";
     }
 
-    // Gate, up and SiLU with the norm: linear_swiglu on the normed row.
+    // Gate, up and SiLU with the norm: linear_swiglu on the normed row (declined, like
+    // linear_swiglu itself, by variant 5's types).
     const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
     const wo_tensor *gu[2] = {&gate, tw[1]};
-    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1,
-                              WO_DTYPE_F32, 1, &norm),
-              WO_OK)
-        << q->last_error();
-    ASSERT_EQ(
-        q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
-        WO_OK);
-    dev->sync();
-    EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
+    const wo_status sw = q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1,
+                                         WO_DTYPE_F32, 1, &norm);
+    if (unit_gemv_type(type)) {
+      EXPECT_EQ(sw, WO_ERR_UNSUPPORTED) << tn << " swiglu+norm";
+    } else {
+      ASSERT_EQ(sw, WO_OK) << q->last_error();
+      ASSERT_EQ(
+          q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
+          WO_OK);
+      dev->sync();
+      EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
+    }
 
     // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than
     // the norm's register partition. Refused: a bias over two weights.

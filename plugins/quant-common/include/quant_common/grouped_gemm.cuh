@@ -14,6 +14,7 @@
 // known on the device: the GEMM grid is sized for the worst case and spare CTAs exit at once.
 #pragma once
 
+#include "quant_common/cp_async.cuh"
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/device_decoders.cuh"
 #include "quant_common/linear_kernels.cuh"
@@ -43,21 +44,6 @@ template <class D, int TM_, int KMIN> struct GroupTile {
   static constexpr size_t kOutBytes = static_cast<size_t>(TN) * LDO * 4;
   static constexpr size_t kSmem = kOperandBytes > kOutBytes ? kOperandBytes : kOutBytes;
 };
-
-__device__ __forceinline__ void cp_async4(void *smem_dst, const void *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst))),
-               "l"(src));
-}
-__device__ __forceinline__ void cp_async16(void *smem_dst, const void *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst))),
-               "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
 
 // grid.x: TM-row slices of one expert matrix; grid.y: tiles (worst-case count, see above).
 // tiles[4*i] = {expert, first pair, pairs (<= TN), 0}; pairs[j] is the problem t*n_slots+k whose

@@ -11,9 +11,9 @@
 // linear_id: the problem index selects token, slot and (through ids) the expert's matrix.
 #pragma once
 
-#include "quant_common/cuda_ops.hpp"
 #include "quant_common/device_decoders.cuh"
-#include "quant_common/int8x_dots.cuh"
+#include "quant_common/gemv_common.cuh"
+#include "quant_common/unit_gemv.cuh"
 
 #include <worker/pdl.cuh>
 #include <worker/rms_norm.cuh>
@@ -25,98 +25,6 @@
 #include <cstdlib>
 
 namespace wo::quant::dev {
-
-constexpr int kGemvWarps = 4;
-constexpr int kDequantThreads = 128;
-constexpr int kMaxGridY = 65535;
-
-__device__ __forceinline__ float4 load_x4(const void *x, int64_t i, bool f16) {
-  if (!f16) return *reinterpret_cast<const float4 *>(static_cast<const float *>(x) + i);
-  const uint2 u = *reinterpret_cast<const uint2 *>(static_cast<const __half *>(x) + i);
-  const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
-  const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
-  return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ float load_x1(const void *x, int64_t i, bool f16) {
-  return f16 ? __half2float(static_cast<const __half *>(x)[i]) : static_cast<const float *>(x)[i];
-}
-
-__device__ __forceinline__ void store_y(void *y, int64_t i, float v, bool f16) {
-  if (f16)
-    static_cast<__half *>(y)[i] = __float2half_rn(v);
-  else
-    static_cast<float *>(y)[i] = v;
-}
-
-// Four floats as FP16 at dst (8-byte aligned).
-__device__ __forceinline__ void store_half4(__half *dst, float a, float b, float c, float d) {
-  const __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
-  uint2 u;
-  u.x = *reinterpret_cast<const uint32_t *>(&lo);
-  u.y = *reinterpret_cast<const uint32_t *>(&hi);
-  *reinterpret_cast<uint2 *>(dst) = u;
-}
-
-// Where linear_id's problem `prob` (token prob / n_slots, slot prob % n_slots) reads x.
-__device__ __forceinline__ int64_t problem_x_off(const GemvParams &p, int64_t prob) {
-  const int64_t t = prob / p.n_slots, k = prob % p.n_slots;
-  return (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
-// Unrolled selects with constant indices: a loop with a variable index into the kernel parameter
-// made ptxas copy all of Segments to a per-thread stack (104 bytes) in every GEMV launch.
-__device__ __forceinline__ const uint8_t *segment_row(const Segments &seg, uint64_t row_bytes, int64_t row,
-                                                      void *&y, int64_t &yi) {
-  const uint8_t *w = seg.w[0];
-  void *out = seg.y[0];
-  int64_t first = 0;
-#pragma unroll
-  for (int s = 1; s < kMaxSegments; ++s)
-    if (s < seg.n && row >= seg.end[s - 1]) w = seg.w[s], out = seg.y[s], first = seg.end[s - 1];
-  y = out;
-  yi = row - first;
-  return w + yi * row_bytes;
-}
-
-// Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
-struct Problem {
-  const uint8_t *w;
-  int64_t x_off, y_off;
-  int ntok;
-  bool bad_expert;
-};
-
-template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, int64_t prob, Problem &q) {
-  q.w = p.w;
-  q.bad_expert = false;
-  if (p.ids) {
-    if (prob >= p.n_tokens * p.n_slots) return false;
-    const int32_t e = p.ids[prob];
-    if (e < 0 || e >= p.n_expert)
-      q.bad_expert = true;
-    else
-      q.w += static_cast<uint64_t>(e) * p.expert_bytes;
-    q.x_off = problem_x_off(p, prob);
-    q.y_off = prob * p.rows;
-    q.ntok = 1;
-    return true;
-  }
-  const int64_t t0 = prob * NT;
-  if (t0 >= p.n_tokens) return false;
-  q.x_off = t0 * p.cols;
-  q.y_off = t0 * p.rows;
-  q.ntok = static_cast<int>(min(static_cast<int64_t>(NT), p.n_tokens - t0));
-  return true;
-}
 
 template <class D, int NT>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
@@ -248,74 +156,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const Ge
 // (grid-stride, so CTAs ~ 4 per SM and the staging is paid once per CTA, not per row) and each
 // lane reduces one part of a block with dp4a: ~0.5 instruction per weight. FP32 accumulation of
 // the per-part sums, warp-shuffle reduction as in variant 1.
-constexpr int kInt8xWarps = 8;
-// CTAs per SM the grid is sized for (one wave; launch bounds cap registers at 64 so they all fit).
-constexpr int kInt8xCtasPerSm = 4;
-constexpr int kInt8xUnroll = 4;          // block parts in flight per lane
-constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per column: < 48 KiB
-
-inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
-
-// The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
-// 4 consecutive threads share one group of 32, 8 activations each). With norm_w, the activations
-// staged are rmsnorm(x) * norm_w given the row's inv_rms (linear_fused's prologue; F32 x).
-__device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
-                                             float *scale, float *sum16, const float *norm_w = nullptr,
-                                             float inv_rms = 0.0f) {
-  const int lane = threadIdx.x % 32;
-  for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
-    const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
-    const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
-    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (on) {
-      const float4 a = load_x4(p.x, x_off + c, p.x_f16), b = load_x4(p.x, x_off + c + 4, p.x_f16);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-      if (norm_w) {
-        const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
-        const float4 g1 = *reinterpret_cast<const float4 *>(norm_w + c + 4);
-        const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          v[i] = wo::rmsnorm::apply(v[i], inv_rms, g[i]);
-      }
-    }
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      amax = fmaxf(amax, fabsf(v[i]));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float inv = xq_inv(amax);
-    uint32_t hw[2] = {0, 0}, lw[2] = {0, 0};
-    int hs = 0, ls = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      int h, l;
-      xq_split(v[i], inv, h, l);
-      hs += h, ls += l;
-      hw[i / 4] |= (static_cast<uint32_t>(h) & 0xffu) << (8 * (i % 4));
-      lw[i / 4] |= (static_cast<uint32_t>(l) & 0xffu) << (8 * (i % 4));
-    }
-    hs += __shfl_xor_sync(0xffffffffu, hs, 1); // the 16-value half this lane pair covers
-    ls += __shfl_xor_sync(0xffffffffu, ls, 1);
-    if (on) {
-      *reinterpret_cast<uint2 *>(hi + c) = make_uint2(hw[0], hw[1]);
-      *reinterpret_cast<uint2 *>(lo + c) = make_uint2(lw[0], lw[1]);
-      const float s = xq_scale(amax);
-      if (lane % 2 == 0) sum16[c / 16] = xq_sum(s, hs, ls);
-      if (lane % 4 == 0) scale[c / 32] = s;
-    }
-  }
-}
-
-// What a gemv_int8x_kernel instance reads: one weight (linear, linear_id), the stacked weights of
-// linear_multi, or gate and up of linear_swiglu. A template argument, so that the plain GEMV
-// carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
-enum class Int8xMode { Plain, Stacked, Swiglu };
-
-static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads,
-              "the fused norm prologue uses rms_norm.cuh's partition");
-
 template <class D, Int8xMode M>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu) {
@@ -512,43 +352,6 @@ template <class D> __global__ void dequant_scalar_kernel(const DequantParams p) 
   }
 }
 
-inline unsigned grid_y(int64_t n) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY)));
-}
-
-// Which GEMV kernel runs (WORKER_QUANT_GEMV, read once; other values and unset = the default):
-// 1 = one row per warp with FP32 activations (the first kernel; the debugging fallback);
-// 2 = R rows per warp (gemv_multirow_kernel; measured slower than 1, kept for comparison);
-// 3 = int8-activation dp4a kernel for one-token problems (gemv_int8x_kernel), variant 1 for
-//     several tokens and for the plain float types. The default: on the H100 every one-token case
-//     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3), 1.2-2.7x the speed of
-//     variant 1 except Q6_K rows of 1024 columns (0.92x; figures in NOTES.md, docs/perf.md).
-// 4 = variant 3 with L2 prefetch before staging and lane groups for short rows
-//     (gemv_int8x_groups_kernel; opt-in, not yet run on a device).
-constexpr int kDefaultGemvVariant = 3;
-inline int gemv_variant() {
-  static const int v = static_cast<int>(env_int("WORKER_QUANT_GEMV", 1, 4, kDefaultGemvVariant));
-  return v;
-}
-
-inline int device_sm_count() {
-  static const int n = [] {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      return 132;
-    return sms;
-  }();
-  return n;
-}
-
-// CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
-// once) says otherwise; a tuning switch for measuring on a device.
-inline int int8x_ctas_per_sm() {
-  static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
-  return v;
-}
-
 // False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
 // shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
 template <class D>
@@ -602,7 +405,8 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
   const dim3 block(kGemvWarps * 32);
   if constexpr (has_xdot<D>()) {
-    if ((gemv_variant() == 3 || gemv_variant() == 4) && nt == 1 && launch_int8x<D>(p, s)) return;
+    if (gemv_variant() == 5 && nt == 1 && launch_units<D>(p, s)) return;
+    if (gemv_variant() >= 3 && nt == 1 && launch_int8x<D>(p, s)) return;
   }
   if (gemv_variant() == 2) {
     switch (nt) {
@@ -621,14 +425,19 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   }
 }
 
-// linear_multi's, linear_swiglu's and linear_fused's one launch: the int8 GEMV (variant 3) reads
-// the stacked weights' rows (or gate's and up's rows in one warp, or one weight) with the fusion's
-// prologue and epilogue; every other kernel and type declines.
+// linear_multi's, linear_swiglu's and linear_fused's one launch: the int8 GEMV (variant 5 for the
+// types with unit dots, else variant 3) reads the stacked weights' rows (variant 3 also gate's and
+// up's rows in one warp) or one weight, with the fusion's prologue and epilogue; every other kernel
+// and type declines.
 template <class D>
 bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &fu, void *stream) {
   if constexpr (has_xdot<D>()) {
-    if (gemv_variant() == 3 && p.n_tokens == 1 && !p.ids && (seg.n > 0 || fu.any()))
-      return launch_int8x<D>(p, static_cast<cudaStream_t>(stream), seg, fu);
+    if (p.n_tokens != 1 || p.ids || (seg.n == 0 && !fu.any())) return false;
+    const auto s = static_cast<cudaStream_t>(stream);
+    // Variant 5 for the types it has dots for, or nothing: a fallback to variant 3 here would sum
+    // rows in another order than the separate linears the host then runs.
+    if (gemv_variant() == 5 && has_unit<D>()) return launch_units<D>(p, s, seg, fu);
+    if (gemv_variant() == 3 || gemv_variant() == 5) return launch_int8x<D>(p, s, seg, fu);
   }
   return false;
 }

@@ -1,0 +1,240 @@
+// What the decode GEMV kernels share (linear_kernels.cuh, unit_gemv.cuh): activation loads and
+// output stores, linear_id problem resolution, linear_multi's segment rows, the int8 staging of one
+// token's activations, and the launch switches read from the environment.
+#pragma once
+
+#include "quant_common/cuda_ops.hpp"
+#include "quant_common/int8x_dots.cuh"
+
+#include <worker/pdl.cuh>
+#include <worker/rms_norm.cuh>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace wo::quant::dev {
+constexpr int kGemvWarps = 4;
+constexpr int kDequantThreads = 128;
+constexpr int kMaxGridY = 65535;
+
+__device__ __forceinline__ float4 load_x4(const void *x, int64_t i, bool f16) {
+  if (!f16) return *reinterpret_cast<const float4 *>(static_cast<const float *>(x) + i);
+  const uint2 u = *reinterpret_cast<const uint2 *>(static_cast<const __half *>(x) + i);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ float load_x1(const void *x, int64_t i, bool f16) {
+  return f16 ? __half2float(static_cast<const __half *>(x)[i]) : static_cast<const float *>(x)[i];
+}
+
+__device__ __forceinline__ void store_y(void *y, int64_t i, float v, bool f16) {
+  if (f16)
+    static_cast<__half *>(y)[i] = __float2half_rn(v);
+  else
+    static_cast<float *>(y)[i] = v;
+}
+
+// Four floats as FP16 at dst (8-byte aligned).
+__device__ __forceinline__ void store_half4(__half *dst, float a, float b, float c, float d) {
+  const __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t *>(&lo);
+  u.y = *reinterpret_cast<const uint32_t *>(&hi);
+  *reinterpret_cast<uint2 *>(dst) = u;
+}
+
+// Where linear_id's problem `prob` (token prob / n_slots, slot prob % n_slots) reads x.
+__device__ __forceinline__ int64_t problem_x_off(const GemvParams &p, int64_t prob) {
+  const int64_t t = prob / p.n_slots, k = prob % p.n_slots;
+  return (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
+// Unrolled selects with constant indices: a loop with a variable index into the kernel parameter
+// made ptxas copy all of Segments to a per-thread stack (104 bytes) in every GEMV launch.
+__device__ __forceinline__ const uint8_t *segment_row(const Segments &seg, uint64_t row_bytes, int64_t row,
+                                                      void *&y, int64_t &yi) {
+  const uint8_t *w = seg.w[0];
+  void *out = seg.y[0];
+  int64_t first = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSegments; ++s)
+    if (s < seg.n && row >= seg.end[s - 1]) w = seg.w[s], out = seg.y[s], first = seg.end[s - 1];
+  y = out;
+  yi = row - first;
+  return w + yi * row_bytes;
+}
+
+// Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.
+struct Problem {
+  const uint8_t *w;
+  int64_t x_off, y_off;
+  int ntok;
+  bool bad_expert;
+};
+
+template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, int64_t prob, Problem &q) {
+  q.w = p.w;
+  q.bad_expert = false;
+  if (p.ids) {
+    if (prob >= p.n_tokens * p.n_slots) return false;
+    const int32_t e = p.ids[prob];
+    if (e < 0 || e >= p.n_expert)
+      q.bad_expert = true;
+    else
+      q.w += static_cast<uint64_t>(e) * p.expert_bytes;
+    q.x_off = problem_x_off(p, prob);
+    q.y_off = prob * p.rows;
+    q.ntok = 1;
+    return true;
+  }
+  const int64_t t0 = prob * NT;
+  if (t0 >= p.n_tokens) return false;
+  q.x_off = t0 * p.cols;
+  q.y_off = t0 * p.rows;
+  q.ntok = static_cast<int>(min(static_cast<int64_t>(NT), p.n_tokens - t0));
+  return true;
+}
+
+// The int8-activation GEMVs (gemv_int8x_kernel, gemv_units_kernel): warps per CTA, grid sizing.
+constexpr int kInt8xWarps = 8;
+// CTAs per SM the grid is sized for (one wave; launch bounds cap registers at 64 so they all fit).
+constexpr int kInt8xCtasPerSm = 4;
+constexpr int kInt8xUnroll = 4;          // block parts in flight per lane
+constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per column: < 48 KiB
+
+inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
+
+// Eight activations x[c..c+8) (zeros when !on), as rmsnorm(x) * norm_w given the row's inv_rms
+// when norm_w is set (linear_fused's prologue; F32 x).
+__device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int64_t c, bool on,
+                                        const float *norm_w, float inv_rms, float (&v)[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    v[i] = 0.0f;
+  if (!on) return;
+  const float4 a = load_x4(p.x, x_off + c, p.x_f16), b = load_x4(p.x, x_off + c + 4, p.x_f16);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  if (norm_w) {
+    const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
+    const float4 g1 = *reinterpret_cast<const float4 *>(norm_w + c + 4);
+    const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      v[i] = wo::rmsnorm::apply(v[i], inv_rms, g[i]);
+  }
+}
+
+// Eight activations of a group of 32 (4 consecutive lanes share the group; every lane of the warp
+// must call) -> their hi and lo int8 terms, the group's scale and the sum16 of the 16-value half
+// this lane pair covers.
+struct Staged8 {
+  uint32_t hw[2], lw[2];
+  float scale, sum16;
+};
+__device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    amax = fmaxf(amax, fabsf(v[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const float inv = xq_inv(amax);
+  Staged8 r{{0, 0}, {0, 0}, xq_scale(amax), 0.0f};
+  int hs = 0, ls = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    int h, l;
+    xq_split(v[i], inv, h, l);
+    hs += h, ls += l;
+    r.hw[i / 4] |= (static_cast<uint32_t>(h) & 0xffu) << (8 * (i % 4));
+    r.lw[i / 4] |= (static_cast<uint32_t>(l) & 0xffu) << (8 * (i % 4));
+  }
+  hs += __shfl_xor_sync(0xffffffffu, hs, 1); // the 16-value half this lane pair covers
+  ls += __shfl_xor_sync(0xffffffffu, ls, 1);
+  r.sum16 = xq_sum(r.scale, hs, ls);
+  return r;
+}
+
+// The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
+// 4 consecutive threads share one group of 32, 8 activations each). With norm_w, the activations
+// staged are rmsnorm(x) * norm_w given the row's inv_rms (linear_fused's prologue; F32 x).
+__device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
+                                             float *scale, float *sum16, const float *norm_w = nullptr,
+                                             float inv_rms = 0.0f) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
+    const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
+    const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
+    float v[8];
+    load_x8(p, x_off, c, on, norm_w, inv_rms, v);
+    const Staged8 q = quantize_x8(v);
+    if (on) {
+      *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);
+      *reinterpret_cast<uint2 *>(lo + c) = make_uint2(q.lw[0], q.lw[1]);
+      if (lane % 2 == 0) sum16[c / 16] = q.sum16;
+      if (lane % 4 == 0) scale[c / 32] = q.scale;
+    }
+  }
+}
+
+// What a gemv_int8x_kernel instance reads: one weight (linear, linear_id), the stacked weights of
+// linear_multi, or gate and up of linear_swiglu. A template argument, so that the plain GEMV
+// carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
+enum class Int8xMode { Plain, Stacked, Swiglu };
+
+static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads,
+              "the fused norm prologue uses rms_norm.cuh's partition");
+
+inline unsigned grid_y(int64_t n) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(n, kMaxGridY)));
+}
+
+// Which GEMV kernel runs (WORKER_QUANT_GEMV, read once; other values and unset = the default):
+// 1 = one row per warp with FP32 activations (the first kernel; the debugging fallback);
+// 2 = R rows per warp (gemv_multirow_kernel; measured slower than 1, kept for comparison);
+// 3 = int8-activation dp4a kernel for one-token problems (gemv_int8x_kernel), variant 1 for
+//     several tokens and for the plain float types. The default: on the H100 every one-token case
+//     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3), 1.2-2.7x the speed of
+//     variant 1 except Q6_K rows of 1024 columns (0.92x; figures in NOTES.md, docs/perf.md).
+// 4 = variant 3 with L2 prefetch before staging and lane groups for short rows
+//     (gemv_int8x_groups_kernel; opt-in).
+// 5 = whole blocks per lane (gemv_units_kernel, unit_gemv.cuh) for the types and shapes it takes
+//     (Q4_K, Q5_K, Q8_0, Q5_0, MXFP4), variant 3 for the rest.
+constexpr int kDefaultGemvVariant = 5;
+inline int gemv_variant() {
+  static const int v = static_cast<int>(env_int("WORKER_QUANT_GEMV", 1, 5, kDefaultGemvVariant));
+  return v;
+}
+
+inline int device_sm_count() {
+  static const int n = [] {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 132;
+    return sms;
+  }();
+  return n;
+}
+
+// CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
+// once) says otherwise; a tuning switch for measuring on a device.
+inline int int8x_ctas_per_sm() {
+  static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
+  return v;
+}
+
+} // namespace wo::quant::dev

@@ -1,0 +1,286 @@
+// Variant 5 of the one-token GEMV (the default for Q4_K, Q5_K, Q8_0, Q5_0 and MXFP4): whole blocks
+// per lane.
+//
+// Why: variant 3 (gemv_int8x_kernel) gives each lane one 8-32 weight part of a block and spends
+// 9-16 instructions per weight (ncu, H100: 0.57 instructions issued per cycle per scheduler, DRAM
+// 28% busy on a 15 MB Q4_K GEMV): it is bound by instruction issue, not by bytes. Here:
+//
+// - A warp owns a group of rows_per_group consecutive rows. Rows are contiguous, so the group is
+//   one run of blocks, cut into units of U blocks (unit_dots.cuh). The warp copies the group in
+//   chunks of 32 units into shared memory with coalesced 16-byte cp.async (every warp instruction
+//   covers 512 contiguous bytes; no registers wait on memory), double-buffered so the next chunk
+//   lands while lane l computes unit l of this one from U * BYTES / A vector loads at
+//   compile-time offsets. (Lanes loading their own units from global memory touched ~32 lines
+//   per instruction and waited on latency: ncu, 28% of DRAM bandwidth on a 15 MB Q4_K GEMV.)
+//   A unit may end in the next row: each block's dot is stored by its index in the group.
+// - The activations are staged once per CTA as in variant 3 (the same int8 terms), swizzled so
+//   lanes reading different column blocks hit different banks.
+// - Each row's sum is a fixed tree over its blocks' dots (8 lanes per row, lane s adds blocks
+//   s, s+8, ... in order, then a 3-step shuffle), so a row's bits depend only on its own bytes and
+//   x: not on rows_per_group, the grid, or whether the row was stacked with others (linear_multi
+//   and the separate linears agree bit for bit, as do linear_fused and the separate norm).
+// - linear_fused's norm prologue and bias/residual epilogue, linear_multi's stacked weights and
+//   linear_id's experts as in variant 3. linear_swiglu is declined (the host then runs the
+//   separate kernels, whose bits this kernel gives).
+#pragma once
+
+#include "quant_common/cp_async.cuh"
+#include "quant_common/gemv_common.cuh"
+#include "quant_common/unit_dots.cuh"
+
+namespace wo::quant::dev {
+
+constexpr int kUnitWarps = 8;       // = rms_norm.cuh's 256 threads (the fused norm's partition)
+constexpr int kUnitCtasPerSm = 2;   // launch bounds: up to 128 registers (Q4_K/Q5_K use ~122)
+constexpr int kUnitStages = 2;      // chunks per warp in shared memory: one computed, one landing
+constexpr int kUnitReduceLanes = 8; // lanes per row in the reduction (fixed: see above)
+constexpr int kUnitMaxRowsPerGroup = 32;
+constexpr size_t kUnitMaxSmem = 112 * 1024; // two CTAs per SM (228 KiB)
+
+static_assert(kUnitWarps * 32 == wo::rmsnorm::kThreads,
+              "the fused norm prologue uses rms_norm.cuh's partition");
+
+// Shared memory of the staged activations: hi and lo terms and one 16-byte meta record per 32,
+// each array in whole 128-byte lines (the swizzles permute inside a line, so a partial last line
+// would map outside the array).
+__host__ __device__ inline int64_t unit_terms_bytes(int64_t cols) { return (cols + 127) / 128 * 128; }
+__host__ __device__ inline size_t unit_stage_bytes(int64_t cols) {
+  return static_cast<size_t>(2 * unit_terms_bytes(cols) + (cols / 32 + 7) / 8 * 8 * sizeof(XMeta));
+}
+
+// How a GEMV's rows are cut into warp groups (n_groups == 0: the kernel does not take the shape).
+struct UnitGrid {
+  int64_t n_groups = 0;
+  int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0;
+  int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
+};
+
+// The activations of one token, staged for XU<QU>: every thread takes part (8 values each).
+template <int QU>
+__device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
+                                              XMeta *meta, const float *norm_w, float inv_rms) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
+    const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
+    const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
+    float v[8];
+    load_x8(p, x_off, c, on, norm_w, inv_rms, v);
+    const Staged8 s = quantize_x8(v);
+    const float other_half = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
+    if (on) {
+      const int64_t at = 16 * granule_slot<QU>(c / 16) + c % 16;
+      *reinterpret_cast<uint2 *>(hi + at) = make_uint2(s.hw[0], s.hw[1]);
+      *reinterpret_cast<uint2 *>(lo + at) = make_uint2(s.lw[0], s.lw[1]);
+      if (lane % 4 == 0) // values 0..7 of the group: its sum16 is the first half's
+        meta[meta_slot(c / 32)] = XMeta{s.scale, s.sum16, other_half, s.sum16 + other_half};
+    }
+  }
+}
+
+template <class D, Int8xMode M>
+__global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
+    gemv_units_kernel(const GemvParams p, const Segments seg, const Fusion fu, const UnitGrid ug) {
+  using T = UnitDot<D>;
+  using Ld = UnitLoad<D>;
+  constexpr int kGroupsPerBlock = D::QK / 32;
+  constexpr int kChunkBytes = 32 * T::BYTES; // one unit per lane
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t *hi = smem, *lo = smem + unit_terms_bytes(p.cols);
+  auto *meta = reinterpret_cast<XMeta *>(smem + 2 * unit_terms_bytes(p.cols));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wr = ug.rows_per_group, nb = ug.blocks_per_row;
+  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * wr * nb;
+  uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) +
+                       static_cast<size_t>(kUnitWarps) * wr * nb * sizeof(float) +
+                       static_cast<size_t>(warp) * kUnitStages * kChunkBytes;
+  const XU<T::QU> xu{hi, lo, meta};
+  const int64_t first_group = static_cast<int64_t>(blockIdx.x) * kUnitWarps + warp;
+  const int64_t group_stride = static_cast<int64_t>(gridDim.x) * kUnitWarps;
+  const int chunks = (ug.units_per_group + 31) / 32;
+  const int64_t my_groups =
+      first_group < ug.n_groups ? (ug.n_groups - first_group + group_stride - 1) / group_stride : 0;
+  const int64_t items = my_groups * chunks; // (group, chunk) pairs this warp computes, in order
+  const auto group_base = [&](const uint8_t *w, int64_t row0) {
+    void *y;
+    int64_t yi;
+    return M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row0, y, yi) : w + row0 * p.row_bytes;
+  };
+  // Item `it` (if any) into stage it % kUnitStages: the warp copies the chunk's bytes with
+  // coalesced 16-byte cp.async (an 8-byte tail for units of 8-byte multiples), then commits a group
+  // (empty past the end, so every wait below counts the same groups).
+  const auto issue = [&](const uint8_t *w, int64_t it) {
+    if (it < items) {
+      const int64_t grp = first_group + it / chunks * group_stride;
+      const int c = static_cast<int>(it % chunks);
+      const uint8_t *src = group_base(w, grp * wr) + static_cast<int64_t>(c) * kChunkBytes;
+      const int bytes = min(32, ug.units_per_group - 32 * c) * T::BYTES;
+      uint8_t *dst = chunk_buf + (it % kUnitStages) * kChunkBytes;
+      if (ug.copy_bytes == 16) {
+        int off = 16 * lane;
+        for (; off + 16 <= bytes; off += 16 * 32)
+          cp_async16(dst + off, src + off);
+        if (off < bytes) cp_async8(dst + off, src + off); // bytes % 8 == 0
+      } else if (ug.copy_bytes == 8) {
+        for (int off = 8 * lane; off < bytes; off += 8 * 32)
+          cp_async8(dst + off, src + off);
+      } else {
+        for (int off = 4 * lane; off < bytes; off += 4 * 32)
+          cp_async4(dst + off, src + off);
+      }
+    }
+    cp_async_commit();
+  };
+  // Launched with pdl::launch: plain and stacked weights do not depend on the previous kernel, so
+  // the first chunks are on their way while it finishes (an expert's rows wait for its ids).
+  if (!p.ids)
+    for (int s = 0; s < kUnitStages - 1; ++s)
+      issue(p.w, s);
+  wo::pdl::enter();
+  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
+    Problem q;
+    if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
+    if (p.ids || prob != blockIdx.y)     // the first chunks of this problem's weights
+      for (int s = 0; s < kUnitStages - 1; ++s)
+        issue(q.w, s);
+    __syncthreads();      // the previous problem's readers are done with the stage
+    float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
+    if (fu.norm_w)
+      inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
+                                         p.cols, fu.norm_eps);
+    stage_x_units<T::QU>(p, q.x_off, hi, lo, meta, fu.norm_w, inv_rms);
+    __syncthreads();
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t grp = first_group + it / chunks * group_stride;
+      const int c = static_cast<int>(it % chunks);
+      issue(q.w, it + kUnitStages - 1); // into the stage item it - 1 used (its readers synced below)
+      cp_async_wait<kUnitStages - 1>(); // item it has landed (this lane's copies) ...
+      __syncwarp();                     // ... and every lane's
+      const int64_t row0 = grp * wr;
+      const int u = 32 * c + lane;
+      if (!q.bad_expert && u < ug.units_per_group) {
+        UnitWords<Ld::NW> words;
+        Ld::load(chunk_buf + (it % kUnitStages) * kChunkBytes + lane * T::BYTES, words);
+        const int first = u * T::U;
+        int col = first % nb; // the unit's first block column; U <= blocks_per_row
+#pragma unroll
+        for (int k = 0; k < T::U; ++k) {
+          part[first + k] = T::block(words, k, xu, static_cast<int64_t>(col) * kGroupsPerBlock);
+          col = col + 1 == nb ? 0 : col + 1;
+        }
+      }
+      __syncwarp(); // part[] complete; the stage may be refilled
+      if (c != chunks - 1) continue;
+      if (q.bad_expert) { // an id outside [0, n_expert): make the bug visible
+        if (lane < wr) store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
+        continue;
+      }
+      constexpr int kRowsPerPass = 32 / kUnitReduceLanes;
+      for (int r0 = 0; r0 < wr; r0 += kRowsPerPass) { // uniform per warp: the shuffles stay converged
+        const int r = r0 + lane / kUnitReduceLanes, sub = lane % kUnitReduceLanes;
+        float acc = 0.0f;
+        if (r < wr)
+          for (int b = sub; b < nb; b += kUnitReduceLanes)
+            acc += part[r * nb + b];
+#pragma unroll
+        for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
+          acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (sub == 0 && r < wr) { // linear_fused's epilogue, as variant 3 writes it
+          const int64_t row = row0 + r;
+          void *y = p.y;
+          int64_t yi = q.y_off + row;
+          if (M == Int8xMode::Stacked) (void)segment_row(seg, p.row_bytes, row, y, yi);
+          if (fu.bias) acc = __fadd_rn(acc, fu.bias[row]);
+          if (fu.accumulate) acc = __fadd_rn(static_cast<const float *>(y)[yi], acc);
+          store_y(y, yi, acc, p.y_f16);
+        }
+      }
+      __syncwarp(); // the next group overwrites part[]
+    }
+    cp_async_wait<0>(); // nothing left in flight into the stages
+  }
+}
+
+// The grid for p (and seg's stacked weights), or n_groups == 0 when the kernel does not take it:
+// no unit dot for the type, rows not cut into whole units, weights or groups not 4-byte aligned
+// (cp.async), or more shared memory than two CTAs per SM leave.
+template <class D> size_t unit_smem_bytes(int64_t cols, int rows_per_group) {
+  return unit_stage_bytes(cols) +
+         static_cast<size_t>(kUnitWarps) * rows_per_group * (cols / D::QK) * sizeof(float) +
+         static_cast<size_t>(kUnitWarps) * kUnitStages * 32 * UnitDot<D>::BYTES;
+}
+
+template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) {
+  UnitGrid g;
+  if constexpr (has_unit<D>()) {
+    using T = UnitDot<D>;
+    if (p.cols % D::QK != 0 || p.cols / D::QK < T::U) return g;
+    const int64_t nb = p.cols / D::QK;
+    // The alignment every group start shares with the weights' bases (cp.async needs 4 at least).
+    uint64_t align = reinterpret_cast<uintptr_t>(p.w) | p.expert_bytes;
+    for (int i = 0; i < seg.n; ++i)
+      align |= reinterpret_cast<uintptr_t>(seg.w[i]);
+    const auto copy_bytes = [&](int64_t wr) {
+      const uint64_t a = align | (wr * p.row_bytes) | 16;
+      return static_cast<int>(a & ~(a - 1)) >= 16 ? 16 : static_cast<int>(a & ~(a - 1));
+    };
+    const auto rows_divide = [&](int64_t wr) {
+      if (seg.n == 0) return p.rows % wr == 0;
+      for (int i = 0; i < seg.n; ++i)
+        if ((seg.end[i] - (i ? seg.end[i - 1] : 0)) % wr != 0) return false;
+      return true;
+    };
+    // Rows per group: the fewest lane slots per warp, i.e. (groups per warp) x (chunks per group)
+    // over the grid's warps, ties to the smaller group (more warps in flight).
+    const int64_t warps = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count() * kUnitWarps;
+    int best = 0;
+    int64_t best_slots = 0;
+    for (int wr = 1; wr <= kUnitMaxRowsPerGroup; wr *= 2) {
+      if (unit_smem_bytes<D>(p.cols, wr) > kUnitMaxSmem) break;
+      if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
+      const int64_t units = wr * nb / T::U, groups = p.rows / wr;
+      const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
+      if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
+    }
+    if (best == 0) return g;
+    g.n_groups = p.rows / best;
+    g.rows_per_group = best;
+    g.blocks_per_row = static_cast<int>(nb);
+    g.units_per_group = static_cast<int>(best * nb / T::U);
+    g.copy_bytes = copy_bytes(best);
+  }
+  return g;
+}
+
+// Opts the kernel into more than 48 KiB of dynamic shared memory, once per instantiation.
+template <class D, Int8xMode M> bool unit_smem_ready() {
+  static const bool ok =
+      cudaFuncSetAttribute(gemv_units_kernel<D, M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(kUnitMaxSmem)) == cudaSuccess;
+  return ok;
+}
+
+// Launches variant 5 for one-token problems; false (nothing launched) when it does not take them.
+template <class D>
+bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
+  if constexpr (!has_unit<D>()) {
+    return false;
+  } else {
+    if (seg.swiglu) return false;
+    const UnitGrid g = unit_grid<D>(p, seg);
+    if (g.n_groups == 0) return false;
+    const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
+    const int64_t ctas = (g.n_groups + kUnitWarps - 1) / kUnitWarps;
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas, kUnitCtasPerSm * device_sm_count())),
+                    grid_y(problems));
+    const size_t smem = unit_smem_bytes<D>(p.cols, g.rows_per_group);
+    if (!(seg.n == 0 ? unit_smem_ready<D, Int8xMode::Plain>() : unit_smem_ready<D, Int8xMode::Stacked>()))
+      return false;
+    const auto kernel =
+        seg.n == 0 ? gemv_units_kernel<D, Int8xMode::Plain> : gemv_units_kernel<D, Int8xMode::Stacked>;
+    // A failed launch is left for the caller's cudaGetLastError check.
+    (void)wo::pdl::launch(kernel, grid, kUnitWarps * 32, smem, s, p, seg, fu, g);
+    return true;
+  }
+}
+
+} // namespace wo::quant::dev
