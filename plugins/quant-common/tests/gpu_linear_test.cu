@@ -8,6 +8,7 @@
 #include "quant_common/device_test_host.hpp"
 #include "quant_common/random_blocks.hpp"
 #include "quant_common/scalar_convert.hpp"
+#include "quant_common/unit_gemv.cuh"
 #include "test_util.hpp"
 
 #include <worker/ggml_types.hpp>
@@ -188,15 +189,26 @@ const char *non_default_gemv() {
   return v && std::string(v) != "3" && std::string(v) != "5" ? v : nullptr;
 }
 
-// Whether the one-token GEMV of `type` is variant 5's whole-block kernel, which declines
-// linear_swiglu (the host then runs the two linears and the swiglu kernel, whose bits it gives).
-bool unit_gemv_type(uint32_t type) {
+// Whether the one-token GEMV of a rows x cols weight of `type` is variant 5's whole-block kernel
+// (unit_gemv.cuh: its types, from kUnitMinBytes up), which declines linear_swiglu (the host then
+// runs the two linears and the swiglu kernel, whose bits it gives).
+bool unit_gemv_weight(uint32_t type, int64_t rows, int64_t cols) {
   const char *v = std::getenv("WORKER_QUANT_GEMV");
   if (v && std::string(v) == "3") return false;
+  if (static_cast<uint64_t>(rows) * wo::ggml::row_bytes(type, cols) < wo::quant::dev::kUnitMinBytes)
+    return false;
   for (uint32_t t : {wo::ggml::Q4_K, wo::ggml::Q5_K, wo::ggml::Q8_0, wo::ggml::Q5_0, wo::ggml::MXFP4})
     if (t == type) return true;
   return false;
 }
+
+// The weights of the one-launch tests: small ones (variant 3's side of kUnitMinBytes) and large
+// ones (variant 5's, for its types), each with a row count that leaves a partial CTA or group.
+struct LaunchCase {
+  int64_t cols;
+  int64_t rows[3];
+};
+const LaunchCase kLaunchCases[] = {{896, {896, 128, 136}}, {2048, {2048, 1024, 1032}}};
 
 TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
   for (uint32_t type : kPlugin.types) {
@@ -487,54 +499,55 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
   if (const char *v = non_default_gemv())
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v
                  << ": only the default GEMV (variant 5) and variant 3 have the one-launch path";
-  for (uint32_t type : kPlugin.types) {
-    const int64_t cols = valid_cols(type, 896);
-    const int64_t rows[3] = {896, 128, 136}; // q, k, v of a 0.5B-like layer; 136: a partial CTA
-    std::unique_ptr<DeviceArray<uint8_t>> w[3];
-    std::unique_ptr<DeviceArray<float>> y[3], y_ref[3];
-    wo_tensor t[3];
-    const wo_tensor *tw[3];
-    void *ty[3];
-    for (int i = 0; i < 3; ++i) {
-      const auto raw = random_blocks(type, rows[i], cols, rng());
-      w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
-      w[i]->upload(raw.data(), raw.size());
-      y[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
-      y_ref[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
-      t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
-      tw[i] = &t[i];
-      ty[i] = y[i]->get();
-    }
-    const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
-    DeviceArray<float> x(xf.size());
-    x.upload(xf.data(), xf.size());
-    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
-    const wo_status st = q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1);
-    if (!block_type) {
-      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
-      continue;
-    }
-    ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
-    for (int i = 0; i < 3; ++i)
-      ASSERT_EQ(q->linear(dev->host(), tw[i], x.get(), WO_DTYPE_F32, y_ref[i]->get(), WO_DTYPE_F32, 1),
-                WO_OK);
-    dev->sync();
-    for (int i = 0; i < 3; ++i)
-      EXPECT_EQ(y[i]->download(rows[i]), y_ref[i]->download(rows[i]))
-          << wo::ggml::type_name(type) << " weight " << i << ": one launch differs from its own linear";
-    // Declined, with nothing written: several tokens, and weights of different row lengths.
-    const std::vector<float> sentinel(static_cast<size_t>(3 * rows[0]), 7.0f);
-    y[0]->upload(sentinel.data(), sentinel.size());
-    EXPECT_EQ(q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 3),
-              WO_ERR_UNSUPPORTED);
-    wo_tensor wide = make_tensor(type, w[2]->get(), valid_cols(type, 896) / 2, rows[2]);
-    const wo_tensor *mixed[2] = {tw[0], &wide};
-    if (wide.ne[0] != cols && wo::ggml::is_row_valid(type, wide.ne[0]))
-      EXPECT_EQ(q->linear_multi(dev->host(), 2, mixed, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1),
+  for (const LaunchCase &lc : kLaunchCases)
+    for (uint32_t type : kPlugin.types) {
+      const int64_t cols = valid_cols(type, lc.cols);
+      const int64_t *rows = lc.rows; // q, k, v of a 0.5B-like layer, or larger
+      std::unique_ptr<DeviceArray<uint8_t>> w[3];
+      std::unique_ptr<DeviceArray<float>> y[3], y_ref[3];
+      wo_tensor t[3];
+      const wo_tensor *tw[3];
+      void *ty[3];
+      for (int i = 0; i < 3; ++i) {
+        const auto raw = random_blocks(type, rows[i], cols, rng());
+        w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+        w[i]->upload(raw.data(), raw.size());
+        y[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
+        y_ref[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(3 * rows[i]));
+        t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
+        tw[i] = &t[i];
+        ty[i] = y[i]->get();
+      }
+      const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
+      DeviceArray<float> x(xf.size());
+      x.upload(xf.data(), xf.size());
+      const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+      const wo_status st = q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1);
+      if (!block_type) {
+        EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
+        continue;
+      }
+      ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
+      for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(q->linear(dev->host(), tw[i], x.get(), WO_DTYPE_F32, y_ref[i]->get(), WO_DTYPE_F32, 1),
+                  WO_OK);
+      dev->sync();
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(y[i]->download(rows[i]), y_ref[i]->download(rows[i]))
+            << wo::ggml::type_name(type) << " weight " << i << ": one launch differs from its own linear";
+      // Declined, with nothing written: several tokens, and weights of different row lengths.
+      const std::vector<float> sentinel(static_cast<size_t>(3 * rows[0]), 7.0f);
+      y[0]->upload(sentinel.data(), sentinel.size());
+      EXPECT_EQ(q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 3),
                 WO_ERR_UNSUPPORTED);
-    dev->sync();
-    EXPECT_EQ(y[0]->download(sentinel.size()), sentinel) << "a declined linear_multi wrote its output";
-  }
+      wo_tensor wide = make_tensor(type, w[2]->get(), valid_cols(type, lc.cols) / 2, rows[2]);
+      const wo_tensor *mixed[2] = {tw[0], &wide};
+      if (wide.ne[0] != cols && wo::ggml::is_row_valid(type, wide.ne[0]))
+        EXPECT_EQ(q->linear_multi(dev->host(), 2, mixed, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1),
+                  WO_ERR_UNSUPPORTED);
+      dev->sync();
+      EXPECT_EQ(y[0]->download(sentinel.size()), sentinel) << "a declined linear_multi wrote its output";
+    }
 }
 
 // linear_swiglu (gate, up and SiLU in one pass) equals the two linears followed by the swiglu
@@ -562,7 +575,7 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
     y.upload(untouched.data(), untouched.size());
     const wo_status st =
         q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1);
-    if (!block_type || unit_gemv_type(type)) {
+    if (!block_type || unit_gemv_weight(type, rows, cols)) {
       EXPECT_EQ(st, WO_ERR_UNSUPPORTED)
           << wo::ggml::type_name(type) << ": plain types and variant 5's types have no single pass";
       dev->sync();
@@ -604,127 +617,129 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v
                  << ": only the default GEMV (variant 5) and variant 3 have the fused pass";
   const cudaStream_t s = dev->stream();
-  for (uint32_t type : kPlugin.types) {
-    const char *tn = wo::ggml::type_name(type);
-    const int64_t cols = valid_cols(type, 896);
-    const int64_t rows[2] = {1000, 136}; // partial CTAs
-    std::unique_ptr<DeviceArray<uint8_t>> w[2];
-    wo_tensor t[2];
-    const wo_tensor *tw[2];
-    for (int i = 0; i < 2; ++i) {
-      const auto raw = random_blocks(type, rows[i], cols, rng());
-      w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
-      w[i]->upload(raw.data(), raw.size());
-      t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
-      tw[i] = &t[i];
-    }
-    auto xf = normal_floats(static_cast<size_t>(cols), rng(), 3.0f); // a residual row
-    auto gf = normal_floats(static_cast<size_t>(cols), rng());       // the norm's weight
-    const auto bf = normal_floats(static_cast<size_t>(rows[0]), rng());
-    const auto y0 = normal_floats(static_cast<size_t>(rows[0]), rng(), 5.0f); // the residual it adds to
-    DeviceArray<float> x(cols), g(cols), h(cols), bias(rows[0]);
-    DeviceArray<float> y[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
-    DeviceArray<float> ref[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
-    x.upload(xf.data(), xf.size());
-    g.upload(gf.data(), gf.size());
-    bias.upload(bf.data(), bf.size());
-    const float eps = 1e-5f;
-    wo_linear_fusion norm{};
-    norm.struct_size = sizeof norm;
-    norm.norm_weight = g.get();
-    norm.norm_eps = eps;
-    void *ty[2] = {y[0].get(), y[1].get()};
-    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
-    const wo_status st = q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty,
-                                         WO_DTYPE_F32, 1, &norm);
-    if (!block_type) {
-      EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no int8 GEMV";
-      continue;
-    }
-    ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
-    // The steps apart: the norm kernel, then one linear per weight.
-    ASSERT_EQ(wo::kernels::rms_norm(x.get(), g.get(), h.get(), 1, cols, eps, s), cudaSuccess);
-    for (int i = 0; i < 2; ++i)
-      ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i].get(), WO_DTYPE_F32, 1), WO_OK);
-    dev->sync();
-    for (int i = 0; i < 2; ++i)
-      EXPECT_EQ(y[i].download(rows[i]), ref[i].download(rows[i])) << tn << " stack+norm, weight " << i;
-
-    // One weight with the norm.
-    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw + 1, x.get(), WO_DTYPE_F32, ty + 1,
-                              WO_DTYPE_F32, 1, &norm),
-              WO_OK)
-        << q->last_error();
-    dev->sync();
-    EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " one weight+norm";
-
-    // Bias and residual add: y = y0 + (W x + b), as linear, add_bias and add compute it.
-    y[0].upload(y0.data(), y0.size());
-    wo_linear_fusion epi{};
-    epi.struct_size = sizeof epi;
-    epi.bias = bias.get();
-    epi.accumulate = 1;
-    ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1,
-                              &epi),
-              WO_OK)
-        << q->last_error();
-    ASSERT_EQ(q->linear(dev->host(), tw[0], x.get(), WO_DTYPE_F32, ref[0].get(), WO_DTYPE_F32, 1), WO_OK);
-    dev->sync();
-    {
-      const auto got = y[0].download(rows[0]), o = ref[0].download(rows[0]);
-      std::vector<float> want(o.size());
-      for (size_t r = 0; r < want.size(); ++r)
-        want[r] = y0[r] + (o[r] + bf[r]);
-      EXPECT_EQ(got, want) << tn << " bias+accumulate";
-    }
-
-    // Gate, up and SiLU with the norm: linear_swiglu on the normed row (declined, like
-    // linear_swiglu itself, by variant 5's types).
-    const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
-    const wo_tensor *gu[2] = {&gate, tw[1]};
-    const wo_status sw = q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1,
-                                         WO_DTYPE_F32, 1, &norm);
-    if (unit_gemv_type(type)) {
-      EXPECT_EQ(sw, WO_ERR_UNSUPPORTED) << tn << " swiglu+norm";
-    } else {
-      ASSERT_EQ(sw, WO_OK) << q->last_error();
-      ASSERT_EQ(
-          q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
-          WO_OK);
+  for (const LaunchCase &lc : kLaunchCases)
+    for (uint32_t type : kPlugin.types) {
+      const char *tn = wo::ggml::type_name(type);
+      const int64_t cols = valid_cols(type, lc.cols);
+      const int64_t rows[2] = {lc.rows[0] + 104, lc.rows[2]}; // partial CTAs and groups
+      std::unique_ptr<DeviceArray<uint8_t>> w[2];
+      wo_tensor t[2];
+      const wo_tensor *tw[2];
+      for (int i = 0; i < 2; ++i) {
+        const auto raw = random_blocks(type, rows[i], cols, rng());
+        w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+        w[i]->upload(raw.data(), raw.size());
+        t[i] = make_tensor(type, w[i]->get(), cols, rows[i]);
+        tw[i] = &t[i];
+      }
+      auto xf = normal_floats(static_cast<size_t>(cols), rng(), 3.0f); // a residual row
+      auto gf = normal_floats(static_cast<size_t>(cols), rng());       // the norm's weight
+      const auto bf = normal_floats(static_cast<size_t>(rows[0]), rng());
+      const auto y0 = normal_floats(static_cast<size_t>(rows[0]), rng(), 5.0f); // the residual it adds to
+      DeviceArray<float> x(cols), g(cols), h(cols), bias(rows[0]);
+      DeviceArray<float> y[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
+      DeviceArray<float> ref[2] = {DeviceArray<float>(rows[0]), DeviceArray<float>(rows[1])};
+      x.upload(xf.data(), xf.size());
+      g.upload(gf.data(), gf.size());
+      bias.upload(bf.data(), bf.size());
+      const float eps = 1e-5f;
+      wo_linear_fusion norm{};
+      norm.struct_size = sizeof norm;
+      norm.norm_weight = g.get();
+      norm.norm_eps = eps;
+      void *ty[2] = {y[0].get(), y[1].get()};
+      const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+      const wo_status st = q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty,
+                                           WO_DTYPE_F32, 1, &norm);
+      if (!block_type) {
+        EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no int8 GEMV";
+        continue;
+      }
+      ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
+      // The steps apart: the norm kernel, then one linear per weight.
+      ASSERT_EQ(wo::kernels::rms_norm(x.get(), g.get(), h.get(), 1, cols, eps, s), cudaSuccess);
+      for (int i = 0; i < 2; ++i)
+        ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i].get(), WO_DTYPE_F32, 1), WO_OK);
       dev->sync();
-      EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
-    }
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(y[i].download(rows[i]), ref[i].download(rows[i])) << tn << " stack+norm, weight " << i;
 
-    // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than
-    // the norm's register partition. Refused: a bias over two weights.
-    const std::vector<float> sentinel(static_cast<size_t>(rows[0]), 7.0f);
-    y[0].upload(sentinel.data(), sentinel.size());
-    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 2,
-                              &norm),
-              WO_ERR_UNSUPPORTED);
-    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F16, ty, WO_DTYPE_F32, 1,
-                              &norm),
-              WO_ERR_UNSUPPORTED);
-    const int64_t long_cols = valid_cols(type, 4608);
-    DeviceArray<float> xl(long_cols), gl(long_cols);
-    const auto xlf = normal_floats(static_cast<size_t>(long_cols), rng());
-    xl.upload(xlf.data(), xlf.size());
-    gl.upload(xlf.data(), xlf.size());
-    const wo_tensor wide = make_tensor(type, w[0]->get(), long_cols, 8);
-    const wo_tensor *tw_wide = &wide;
-    wo_linear_fusion norm_wide = norm;
-    norm_wide.norm_weight = gl.get();
-    if (long_cols > wo::rmsnorm::kMaxCols)
-      EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, &tw_wide, xl.get(), WO_DTYPE_F32, ty,
-                                WO_DTYPE_F32, 1, &norm_wide),
-                WO_ERR_UNSUPPORTED)
-          << long_cols << " columns";
-    EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1,
-                              &epi),
-              WO_ERR_INVALID_ARGUMENT);
-    dev->sync();
-    EXPECT_EQ(y[0].download(sentinel.size()), sentinel) << tn << ": a declined linear_fused wrote its output";
-  }
+      // One weight with the norm.
+      ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw + 1, x.get(), WO_DTYPE_F32, ty + 1,
+                                WO_DTYPE_F32, 1, &norm),
+                WO_OK)
+          << q->last_error();
+      dev->sync();
+      EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " one weight+norm";
+
+      // Bias and residual add: y = y0 + (W x + b), as linear, add_bias and add compute it.
+      y[0].upload(y0.data(), y0.size());
+      wo_linear_fusion epi{};
+      epi.struct_size = sizeof epi;
+      epi.bias = bias.get();
+      epi.accumulate = 1;
+      ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                1, &epi),
+                WO_OK)
+          << q->last_error();
+      ASSERT_EQ(q->linear(dev->host(), tw[0], x.get(), WO_DTYPE_F32, ref[0].get(), WO_DTYPE_F32, 1), WO_OK);
+      dev->sync();
+      {
+        const auto got = y[0].download(rows[0]), o = ref[0].download(rows[0]);
+        std::vector<float> want(o.size());
+        for (size_t r = 0; r < want.size(); ++r)
+          want[r] = y0[r] + (o[r] + bf[r]);
+        EXPECT_EQ(got, want) << tn << " bias+accumulate";
+      }
+
+      // Gate, up and SiLU with the norm: linear_swiglu on the normed row (declined, like
+      // linear_swiglu itself, by variant 5's types).
+      const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
+      const wo_tensor *gu[2] = {&gate, tw[1]};
+      const wo_status sw = q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32,
+                                           ty + 1, WO_DTYPE_F32, 1, &norm);
+      if (unit_gemv_weight(type, rows[1], cols)) {
+        EXPECT_EQ(sw, WO_ERR_UNSUPPORTED) << tn << " swiglu+norm";
+      } else {
+        ASSERT_EQ(sw, WO_OK) << q->last_error();
+        ASSERT_EQ(
+            q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
+            WO_OK);
+        dev->sync();
+        EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
+      }
+
+      // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than
+      // the norm's register partition. Refused: a bias over two weights.
+      const std::vector<float> sentinel(static_cast<size_t>(rows[0]), 7.0f);
+      y[0].upload(sentinel.data(), sentinel.size());
+      EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                2, &norm),
+                WO_ERR_UNSUPPORTED);
+      EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw, x.get(), WO_DTYPE_F16, ty, WO_DTYPE_F32,
+                                1, &norm),
+                WO_ERR_UNSUPPORTED);
+      const int64_t long_cols = valid_cols(type, 4608);
+      DeviceArray<float> xl(long_cols), gl(long_cols);
+      const auto xlf = normal_floats(static_cast<size_t>(long_cols), rng());
+      xl.upload(xlf.data(), xlf.size());
+      gl.upload(xlf.data(), xlf.size());
+      const wo_tensor wide = make_tensor(type, w[0]->get(), long_cols, 8);
+      const wo_tensor *tw_wide = &wide;
+      wo_linear_fusion norm_wide = norm;
+      norm_wide.norm_weight = gl.get();
+      if (long_cols > wo::rmsnorm::kMaxCols)
+        EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, &tw_wide, xl.get(), WO_DTYPE_F32, ty,
+                                  WO_DTYPE_F32, 1, &norm_wide),
+                  WO_ERR_UNSUPPORTED)
+            << long_cols << " columns";
+      EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                1, &epi),
+                WO_ERR_INVALID_ARGUMENT);
+      dev->sync();
+      EXPECT_EQ(y[0].download(sentinel.size()), sentinel)
+          << tn << ": a declined linear_fused wrote its output";
+    }
 }
 
 TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {

@@ -405,7 +405,8 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps - 1) / kGemvWarps), grid_y(problems));
   const dim3 block(kGemvWarps * 32);
   if constexpr (has_xdot<D>()) {
-    if (gemv_variant() == 5 && nt == 1 && launch_units<D>(p, s)) return;
+    if (gemv_variant() == 5 && nt == 1 && unit_weight<D>(p.rows, p.row_bytes) && launch_units<D>(p, s))
+      return;
     if (gemv_variant() >= 3 && nt == 1 && launch_int8x<D>(p, s)) return;
   }
   if (gemv_variant() == 2) {
@@ -434,9 +435,16 @@ bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &f
   if constexpr (has_xdot<D>()) {
     if (p.n_tokens != 1 || p.ids || (seg.n == 0 && !fu.any())) return false;
     const auto s = static_cast<cudaStream_t>(stream);
-    // Variant 5 for the types it has dots for, or nothing: a fallback to variant 3 here would sum
-    // rows in another order than the separate linears the host then runs.
-    if (gemv_variant() == 5 && has_unit<D>()) return launch_units<D>(p, s, seg, fu);
+    // Variant 5 where each weight alone would run it, variant 3 where none would; a mixed stack, or
+    // a stack variant 5 declines, goes back to the host, whose separate linears then sum each row
+    // in the order this launch would have.
+    if (gemv_variant() == 5) {
+      int units = 0;
+      for (int i = 0; i < std::max(seg.n, 1); ++i)
+        units += unit_weight<D>(seg.n ? seg.end[i] - (i ? seg.end[i - 1] : 0) : p.rows, p.row_bytes);
+      if (units == std::max(seg.n, 1)) return launch_units<D>(p, s, seg, fu);
+      if (units > 0) return false;
+    }
     if (gemv_variant() == 3 || gemv_variant() == 5) return launch_int8x<D>(p, s, seg, fu);
   }
   return false;

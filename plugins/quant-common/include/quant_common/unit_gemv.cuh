@@ -1,5 +1,5 @@
-// Variant 5 of the one-token GEMV (the default for Q4_K, Q5_K, Q8_0, Q5_0 and MXFP4): whole blocks
-// per lane.
+// Variant 5 of the one-token GEMV (the default for Q4_K, Q5_K, Q8_0, Q5_0 and MXFP4 weights of
+// kUnitMinBytes and more; smaller ones keep variant 3): whole blocks per lane.
 //
 // Why: variant 3 (gemv_int8x_kernel) gives each lane one 8-32 weight part of a block and spends
 // 9-16 instructions per weight (ncu, H100: 0.57 instructions issued per cycle per scheduler, DRAM
@@ -36,6 +36,15 @@ constexpr int kUnitStages = 2;      // chunks per warp in shared memory: one com
 constexpr int kUnitReduceLanes = 8; // lanes per row in the reduction (fixed: see above)
 constexpr int kUnitMaxRowsPerGroup = 32;
 constexpr size_t kUnitMaxSmem = 112 * 1024; // two CTAs per SM (228 KiB)
+// Weights below this size stay on variant 3: a few rows per lane finish sooner than whole blocks
+// (H100, Q5_0 896x896: 2.5 us against 3.0; at 4864x896, 2.9 MB: 5.1 against 3.7).
+constexpr uint64_t kUnitMinBytes = 1 << 20;
+
+// Whether variant 5 is the kernel for a weight of `rows` rows (one expert's matrix for linear_id):
+// decided per weight, so a stack of weights runs where each of them would alone.
+template <class D> bool unit_weight(int64_t rows, uint64_t row_bytes) {
+  return has_unit<D>() && static_cast<uint64_t>(rows) * row_bytes >= kUnitMinBytes;
+}
 
 static_assert(kUnitWarps * 32 == wo::rmsnorm::kThreads,
               "the fused norm prologue uses rms_norm.cuh's partition");
