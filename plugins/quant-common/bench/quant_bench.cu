@@ -83,7 +83,65 @@ double copy_bandwidth(cudaStream_t s) {
 struct Case {
   uint32_t type;
   int64_t rows, cols;
+  int experts = 0, used = 0; // > 0: linear_id over `used` of `experts` matrices (one token)
 };
+
+// linear_id over c.used of c.experts matrices per call, one token. Call i of a graph picks experts
+// 4i.. (mod experts), so a graph of 50 calls reads every expert's bytes from HBM (32 x 4.4 MB for
+// GPT-OSS exceeds the L2); bytes per call = used x one expert's matrix.
+void bench_experts(const wo_quant_v1 *q, DeviceTestHost &dev, const Case &c, double copy_bw) {
+  const uint64_t expert_bytes = wo::ggml::row_bytes(c.type, c.cols) * c.rows;
+  const uint64_t bytes = expert_bytes * c.experts;
+  const auto raw = random_blocks(c.type, c.rows * c.experts, c.cols, 4321 + c.type);
+  void *w = nullptr;
+  cuda_ok(cudaMalloc(&w, bytes), "cudaMalloc experts");
+  cuda_ok(cudaMemcpy(w, raw.data(), bytes, cudaMemcpyHostToDevice), "upload");
+  wo_tensor t{};
+  t.struct_size = sizeof(wo_tensor);
+  t.ggml_type = c.type;
+  t.name = "bench.experts";
+  t.n_dims = 3;
+  t.ne[0] = c.cols;
+  t.ne[1] = c.rows;
+  t.ne[2] = c.experts;
+  t.ne[3] = 1;
+  t.nb1 = wo::ggml::row_bytes(c.type, c.cols);
+  t.nbytes = bytes;
+  t.data = w;
+  const int per_graph = 50;
+  std::vector<int32_t> ids(static_cast<size_t>(per_graph) * c.used);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<int32_t>(i % c.experts);
+  int32_t *d_ids = nullptr;
+  float *x = nullptr, *y = nullptr;
+  cuda_ok(cudaMalloc(&d_ids, ids.size() * sizeof(int32_t)), "cudaMalloc ids");
+  cuda_ok(cudaMemcpy(d_ids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice), "upload ids");
+  cuda_ok(cudaMalloc(&x, c.cols * sizeof(float)), "cudaMalloc x");
+  cuda_ok(cudaMalloc(&y, static_cast<size_t>(c.used) * c.rows * sizeof(float)), "cudaMalloc y");
+  cuda_ok(cudaMemset(x, 0x3c, c.cols * sizeof(float)), "memset x");
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cuda_ok(cudaStreamBeginCapture(dev.stream(), cudaStreamCaptureModeThreadLocal), "capture");
+  for (int i = 0; i < per_graph; ++i)
+    if (q->linear_id(dev.host(), &t, x, WO_DTYPE_F32, 1, y, WO_DTYPE_F32, 1, d_ids + i * c.used, c.used) !=
+        WO_OK)
+      throw std::runtime_error(q->last_error());
+  cuda_ok(cudaStreamEndCapture(dev.stream(), &graph), "end capture");
+  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  const float ms =
+      time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
+  const double us = ms * 1e3 / per_graph;
+  const double bw = static_cast<double>(expert_bytes) * c.used / (us * 1e-6);
+  std::printf("%-6s %7lldx%-6lld %10.2f %10.2f %10.1f %8.1f%%  (linear_id, %d of %d experts)\n",
+              wo::ggml::type_name(c.type), static_cast<long long>(c.rows), static_cast<long long>(c.cols),
+              expert_bytes * c.used / 1048576.0, us, bw / 1e9, 100.0 * bw / copy_bw, c.used, c.experts);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(d_ids);
+  cudaFree(w);
+}
 
 } // namespace
 
@@ -138,12 +196,16 @@ int main(int argc, char **argv) try {
       {wo::ggml::Q8_0, 2880, 4096},
       {wo::ggml::MXFP4, 5760, 2880},
       {wo::ggml::Q8_0, 201088, 2880},
+      // GPT-OSS-20B's expert GEMVs as decode runs them: linear_id, 4 of 32 experts per call
+      // (gate, up and down are each 2880x2880 per expert).
+      {wo::ggml::MXFP4, 2880, 2880, 32, 4},
   };
   const char *only = std::getenv("WORKER_BENCH_CASES");
   const auto selected = [&](const Case &c) {
     if (!only || !*only) return true;
     const std::string name = std::string(wo::ggml::type_name(c.type)) + ":" + std::to_string(c.rows) + "x" +
-                             std::to_string(c.cols);
+                             std::to_string(c.cols) +
+                             (c.experts ? "x" + std::to_string(c.experts) + "ids" : "");
     std::string words = only;
     for (size_t at = 0; at < words.size();) {
       const size_t end = std::min(words.find(' ', at), words.size());
@@ -155,6 +217,10 @@ int main(int argc, char **argv) try {
   for (const Case &c : cases) {
     if (!selected(c)) continue;
     const wo_quant_v1 *q = c.type == wo::ggml::MXFP4 ? mxfp4 : ggml;
+    if (c.experts) {
+      bench_experts(q, dev, c, copy_bw);
+      continue;
+    }
     const uint64_t bytes = wo::ggml::row_bytes(c.type, c.cols) * c.rows;
     const int copies = static_cast<int>(std::max<uint64_t>(1, (3ull * prop.l2CacheSize + bytes - 1) / bytes));
     const auto raw = random_blocks(c.type, c.rows, c.cols, 1234 + c.type);

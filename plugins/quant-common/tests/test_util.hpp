@@ -1,6 +1,8 @@
 // Small helpers for the quant tests: fixture paths, binary files, fresh random data.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -56,6 +58,41 @@ inline double rel_l2(const float *a, const float *ref, size_t n) {
     den += static_cast<double>(ref[i]) * ref[i];
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Normal activations with a 25x outlier every 97 values, as hidden states have.
+inline std::vector<float> outlier_activations(size_t n, uint64_t seed) {
+  auto x = normal_floats(n, seed);
+  for (size_t i = 7; i < n; i += 97)
+    x[i] *= 25.0f;
+  return x;
+}
+
+// The int8-activation GEMV dots' contract, row by row: `got` (the sum of a row's block or part
+// dots) equals the FP64 dot of the reference-dequantized row w[r] with the staged activations
+// (`staged`, what the int8 terms represent) within FP32 rounding of the scale products and sums
+// (2e-6 of the row's magnitude; the integer dots are exact), hence the true activations `x` within
+// the staging bound; whole rows within rel. L2 4e-4 (the GEMV tests' limit is 2e-3; even 25x
+// outliers, which coarsen their groups' steps, keep rows ~1e-4).
+inline void expect_rows_match_fp64(const std::vector<double> &got, const std::vector<float> &w,
+                                   const std::vector<float> &x, const std::vector<double> &staged) {
+  const size_t cols = x.size(), rows = got.size();
+  std::vector<float> got_f(rows), want_f(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    double want_staged = 0.0, want = 0.0, mag = 0.0, stage_bound = 0.0;
+    for (size_t c = 0; c < cols; ++c) {
+      const double wv = w[r * cols + c];
+      want_staged += wv * staged[c];
+      want += wv * x[c];
+      mag += std::fabs(wv * staged[c]);
+      stage_bound += std::fabs(wv) * std::fabs(staged[c] - x[c]);
+    }
+    EXPECT_LE(std::fabs(got[r] - want_staged), 2e-6 * mag) << "row " << r;
+    EXPECT_LE(std::fabs(got[r] - want), stage_bound + 2e-6 * mag) << "row " << r;
+    got_f[r] = static_cast<float>(got[r]);
+    want_f[r] = static_cast<float>(want);
+  }
+  EXPECT_LE(rel_l2(got_f.data(), want_f.data(), rows), 4e-4);
 }
 
 } // namespace wo::quant::testing

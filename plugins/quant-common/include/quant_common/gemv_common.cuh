@@ -139,10 +139,11 @@ __device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int6
 
 // Eight activations of a group of 32 (4 consecutive lanes share the group; every lane of the warp
 // must call) -> their hi and lo int8 terms, the group's scale and the sum16 of the 16-value half
-// this lane pair covers.
+// this lane pair covers (and its integer hi and lo sums).
 struct Staged8 {
   uint32_t hw[2], lw[2];
   float scale, sum16;
+  int hs16, ls16;
 };
 __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
   float amax = 0.0f;
@@ -152,7 +153,7 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
   const float inv = xq_inv(amax);
-  Staged8 r{{0, 0}, {0, 0}, xq_scale(amax), 0.0f};
+  Staged8 r{{0, 0}, {0, 0}, xq_scale(amax), 0.0f, 0, 0};
   int hs = 0, ls = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -165,6 +166,7 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
   hs += __shfl_xor_sync(0xffffffffu, hs, 1); // the 16-value half this lane pair covers
   ls += __shfl_xor_sync(0xffffffffu, ls, 1);
   r.sum16 = xq_sum(r.scale, hs, ls);
+  r.hs16 = hs, r.ls16 = ls;
   return r;
 }
 

@@ -11,13 +11,15 @@
 // The activations are staged as in int8x_dots.cuh (scale per 32, hi + lo/254 int8 terms), but laid
 // out for lanes that read different column blocks at the same instruction: 16-byte granules are
 // XOR-swizzled inside each 128-byte line (see granule_slot), and each group of 32 keeps
-// {scale, sum16 of its halves, their sum} in one 16-byte meta record (meta_slot).
+// {scale, sum, integer sums of its hi and lo terms} in one 16-byte meta record (meta_slot). MXFP4
+// stages each group in the order of its code words' nibbles (XOrder::Nibbles).
 #pragma once
 
 #include "quant_common/device_decoders.cuh"
 #include "quant_common/int8x_dots.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace wo::quant::dev {
 
@@ -25,29 +27,49 @@ namespace wo::quant::dev {
 // granule_slot(g, QU): the three low bits are XORed with (group / QU) & 7, a function of the
 // 128-byte line only when QU is a multiple of 4, so the map permutes each line. Lanes whose units
 // start QU groups apart then read 8 different bank quads.
-template <int QU> QC_HD int64_t granule_slot(int64_t g) {
+// Unsigned 32-bit index math: a row's groups fit, and signed 64-bit division costs four
+// instructions per block in the dots.
+template <int QU> QC_HD int granule_slot(int g) {
   static_assert(QU % 4 == 0, "the swizzle key must be constant over a 128-byte line");
-  return (g & ~int64_t{7}) | ((g ^ ((g >> 1) / QU)) & 7);
+  const auto u = static_cast<uint32_t>(g);
+  return static_cast<int>((u & ~7u) | ((u ^ ((u >> 1) / QU)) & 7u));
 }
 // The meta record of group q: the same idea with the line index as the key.
-QC_HD int64_t meta_slot(int64_t q) { return (q & ~int64_t{7}) | ((q ^ (q >> 3)) & 7); }
+QC_HD int meta_slot(int q) {
+  const auto u = static_cast<uint32_t>(q);
+  return static_cast<int>((u & ~7u) | ((u ^ (u >> 3)) & 7u));
+}
 
 // 16 staged int8 values as four words.
 struct X16 {
   uint32_t w[4];
 };
 struct XMeta {
-  float scale, sum_a, sum_b, sum32; // sum_a/sum_b: sum16 of values 0..15 / 16..31; sum32 = sum_a + sum_b
+  float scale, sum32;     // sum32: the sum of the group's 32 staged values (xq_sum)
+  int32_t sum_hi, sum_lo; // the sums of its hi and lo int8 terms
 };
+
+// Where the staged bytes of a group of 32 keep value i. Plain: at i. Nibbles (MXFP4): in the order
+// a code word's nibbles come out of prmt: code word w (bytes 4w..4w+3 of the block) holds values
+// 4w..4w+3 in its low nibbles and 16+4w..19+4w in its high ones, so its nibbles 0..3 are values
+// (4w, 16+4w, 4w+1, 17+4w) and nibbles 4..7 are (4w+2, 18+4w, 4w+3, 19+4w); staged word 2w and
+// 2w+1 hold those activations, and the decoded bytes meet them without an interleave.
+enum class XOrder { Plain, Nibbles };
+QC_HD int staged_index(XOrder order, int i) {
+  if (order == XOrder::Plain) return i;
+  const int h = i / 16, w = (i % 16) / 4, j = i % 4; // i = 16h + 4w + j
+  return 4 * (2 * w + j / 2) + 2 * (j % 2) + h;
+}
 
 // The staged activations of one token, as gemv_units_kernel lays them out.
 template <int QU> struct XU {
   const uint8_t *hi, *lo; // cols bytes each, swizzled granules
   const XMeta *meta;      // cols / 32 records, swizzled
-  QC_HD X16 hi16(int64_t q, int h) const { return load(hi, 2 * q + h); }
-  QC_HD X16 lo16(int64_t q, int h) const { return load(lo, 2 * q + h); }
-  QC_HD XMeta m(int64_t q) const { return meta[meta_slot(q)]; }
-  QC_HD static X16 load(const uint8_t *base, int64_t g) {
+  uint32_t held[2];       // the dot's register constants (UnitDot<D>::kHeld), if any
+  QC_HD X16 hi16(int q, int h) const { return load(hi, 2 * q + h); }
+  QC_HD X16 lo16(int q, int h) const { return load(lo, 2 * q + h); }
+  QC_HD XMeta m(int q) const { return meta[meta_slot(q)]; }
+  QC_HD static X16 load(const uint8_t *base, int g) {
     X16 r;
     ld16(base + 16 * granule_slot<QU>(g), r.w);
     return r;
@@ -84,11 +106,23 @@ QC_HD int dp4a4(const uint32_t (&c)[4], const X16 &x, int acc = 0) {
 
 // Only the block types specialized below take the unit path (U > 0).
 template <class D> struct UnitDot { static constexpr int U = 0; };
+// The staging order of a type's activations (XOrder::Plain unless the dot declares kOrder).
+template <class T, class = void> struct UnitOrder { static constexpr XOrder value = XOrder::Plain; };
+template <class T> struct UnitOrder<T, std::void_t<decltype(T::kOrder)>> {
+  static constexpr XOrder value = T::kOrder;
+};
+// The constants a type's dot wants in registers (XU::held), zeros if it declares none.
+template <class T, class = void> struct UnitHeld {
+  QC_HD static constexpr uint32_t word(int) { return 0; }
+};
+template <class T> struct UnitHeld<T, std::void_t<decltype(T::kHeld0)>> {
+  QC_HD static constexpr uint32_t word(int i) { return i == 0 ? T::kHeld0 : T::kHeld1; }
+};
 
 // The 32-value group dot with both terms, as counts of 1/254 steps: codes c[0..7] are values
 // 0..31 of the group.
 template <int QU>
-QC_HD float group_steps(const uint32_t (&lo16)[4], const uint32_t (&hi16)[4], const XU<QU> &x, int64_t q) {
+QC_HD float group_steps(const uint32_t (&lo16)[4], const uint32_t (&hi16)[4], const XU<QU> &x, int q) {
   const int ih = dp4a4(hi16, x.hi16(q, 1), dp4a4(lo16, x.hi16(q, 0)));
   const int il = dp4a4(hi16, x.lo16(q, 1), dp4a4(lo16, x.lo16(q, 0)));
   return steps(ih, il);
@@ -97,7 +131,7 @@ QC_HD float group_steps(const uint32_t (&lo16)[4], const uint32_t (&hi16)[4], co
 // Q8_0 (34-byte blocks): four blocks per unit (136 bytes, 8-byte aligned).
 template <> struct UnitDot<DecQ8_0> {
   static constexpr int U = 4, A = 8, BYTES = U * 34, QU = 4;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int64_t q) {
+  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 34 * k;
     uint32_t c0[4], c1[4];
     QC_UNROLL
@@ -113,7 +147,7 @@ template <> struct UnitDot<DecQ8_0> {
 // high nibbles 16 + j) with its fifth bit in qh bit j; codes are stored +16.
 template <> struct UnitDot<DecQ5_0> {
   static constexpr int U = 4, A = 8, BYTES = U * 22, QU = 4;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int64_t q) {
+  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 22 * k;
     const uint32_t qh = u.word(o + 2);
     uint32_t lo[4], hi[4];
@@ -126,32 +160,68 @@ template <> struct UnitDot<DecQ5_0> {
   }
 };
 
-// MXFP4 (17-byte blocks): eight per unit (136 bytes). Value table lookup with byte_perm straight
-// from the packed nibbles: a code word's nibbles are values (4i, 16+4i, 4i+1, 17+4i, ...).
-QC_HD void mxfp4_word(uint32_t q, uint32_t &lo, uint32_t &hi) {
-  // magnitudes (2x the E2M1 value) of codes 0..7 and their negatives for codes 8..15; byte_perm
-  // reads only the low three bits of each selector nibble, so the raw code picks the entry.
-  constexpr uint32_t kPos0 = 0x03020100u, kPos1 = 0x0c080604u;
-  constexpr uint32_t kNeg0 = 0xfdfeff00u, kNeg1 = 0xf4f8fafcu;
-  const uint32_t qb = q >> 16;
-  // nibble k of the select: k, or k + 4 (the negative table) when code k has bit 3 set
-  const uint32_t sa = 0x3210u | ((q >> 1) & 0x4444u), sb = 0x3210u | ((qb >> 1) & 0x4444u);
-  const uint32_t a = byte_perm(byte_perm(kPos0, kPos1, q), byte_perm(kNeg0, kNeg1, q), sa);
-  const uint32_t b = byte_perm(byte_perm(kPos0, kPos1, qb), byte_perm(kNeg0, kNeg1, qb), sb);
-  lo = byte_perm(a, b, 0x6420u); // values 4i .. 4i+3
-  hi = byte_perm(a, b, 0x7531u); // values 16+4i .. 19+4i
+// prmt with its sign mode: selector nibble k picks byte (k & 7) of {y, x}; with bit 3 set the
+// result byte is that byte's sign bit replicated (0x00 or 0xff). Only the low 16 bits of s count.
+QC_HD uint32_t prmt_signed(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+  return r;
+#else
+  const uint64_t xy = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t sel = (s >> (4 * i)) & 0xfu;
+    uint32_t b = static_cast<uint32_t>(xy >> (8 * (sel & 7u))) & 0xffu;
+    if (sel & 8u) b = (b & 0x80u) ? 0xffu : 0u;
+    r |= b << (8 * i);
+  }
+  return r;
+#endif
 }
 
+// MXFP4 codes -> int8 (kMxfp4Bias + twice the E2M1 value), four per word in nibble order, with two
+// sign-mode prmt and one subtraction per four codes (the byte_perm tables of variant 3 need a
+// masked selector, two lookups and a select per four, then an interleave):
+//   P = prmt(T, q):        code m (positive) -> T[m] = 0x8c + mag(m); code 8+m -> 0xff (T[m] >= 0x80)
+//   N = prmt(N, q ^ 0x8):  code m -> 0x00 (N[m] < 0x80);              code 8+m -> N[m] = 0x73 + mag(m)
+//   P - N = 0x8c + value, byte by byte without borrows (P >= N in every byte),
+// with mag = 0 1 2 3 4 6 8 12. As int8 that is value - 116: the dot adds 116 x the group's sum of
+// activation terms back (XMeta::sum_hi / sum_lo), in integers.
+constexpr int kMxfp4Bias = 0x8c - 256;
+constexpr uint32_t kMxfp4T0 = 0x8f8e8d8cu, kMxfp4T1 = 0x98949290u; // 0x8c + 0 1 2 3 | 4 6 8 12
+constexpr uint32_t kMxfp4N0 = 0x76757473u, kMxfp4N1 = 0x7f7b7977u; // 0x73 + 0 1 2 3 | 4 6 8 12
+// kT0 / kN0: prmt takes one table word as an immediate and the other from a register; the unit
+// kernel passes these two in registers it loaded from shared memory (XU::held), because a
+// constant one is re-materialized by ptxas before every prmt (82 IMAD.U32 moves in the loop).
+QC_HD void mxfp4_biased(uint32_t q, uint32_t &v0, uint32_t &v1, uint32_t kT0 = kMxfp4T0,
+                        uint32_t kN0 = kMxfp4N0) {
+  constexpr uint32_t kT1 = kMxfp4T1, kN1 = kMxfp4N1;
+  const uint32_t qn = q ^ 0x88888888u;
+  v0 = prmt_signed(kT0, kT1, q) - prmt_signed(kN0, kN1, qn);             // nibbles 0..3
+  v1 = prmt_signed(kT0, kT1, q >> 16) - prmt_signed(kN0, kN1, qn >> 16); // nibbles 4..7
+}
+
+// MXFP4 (17-byte blocks): eight per unit (136 bytes), activations staged in nibble order.
 template <> struct UnitDot<DecMXFP4> {
   static constexpr int U = 8, A = 8, BYTES = U * 17, QU = 8;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int64_t q) {
+  static constexpr XOrder kOrder = XOrder::Nibbles;
+  static constexpr uint32_t kHeld0 = kMxfp4T0, kHeld1 = kMxfp4N0;
+  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 17 * k;
-    uint32_t lo[4], hi[4];
+    const X16 h[2] = {x.hi16(q, 0), x.hi16(q, 1)}, l[2] = {x.lo16(q, 0), x.lo16(q, 1)};
+    int ih = 0, il = 0;
     QC_UNROLL
-    for (int i = 0; i < 4; ++i)
-      mxfp4_word(u.word(o + 1 + 4 * i), lo[i], hi[i]);
-    return e8m0_to_float_half(static_cast<uint8_t>(u.byte(o))) * x.m(q).scale * kInvLoSteps *
-           group_steps(lo, hi, x, q);
+    for (int i = 0; i < 4; ++i) { // code word i: staged words 2i, 2i+1
+      uint32_t v0, v1;
+      mxfp4_biased(u.word(o + 1 + 4 * i), v0, v1, x.held[0], x.held[1]);
+      ih = dp4a(v1, h[i / 2].w[2 * (i % 2) + 1], dp4a(v0, h[i / 2].w[2 * (i % 2)], ih));
+      il = dp4a(v1, l[i / 2].w[2 * (i % 2) + 1], dp4a(v0, l[i / 2].w[2 * (i % 2)], il));
+    }
+    const XMeta m = x.m(q);
+    ih -= kMxfp4Bias * m.sum_hi;
+    il -= kMxfp4Bias * m.sum_lo;
+    return e8m0_to_float_half(static_cast<uint8_t>(u.byte(o))) * m.scale * kInvLoSteps * steps(ih, il);
   }
 };
 
@@ -166,7 +236,7 @@ QC_HD void k_scales(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t (&sc)[2], ui
 
 template <class K> struct UnitDotK {
   static constexpr int U = 1, A = 16, BYTES = K::kBytes, QU = 8;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int, const XU<QU> &x, int64_t q) {
+  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int, const XU<QU> &x, int q) {
     uint32_t sc[2], mn[2];
     k_scales(u.w[1], u.w[2], u.w[3], sc, mn);
     float acc = 0.0f, acc_min = 0.0f;
@@ -187,7 +257,7 @@ template <class K> struct UnitDotK {
       QC_UNROLL
       for (int s = 0; s < 2; ++s) {
         const int j = 2 * g + s;
-        const int64_t qj = q + j;
+        const int qj = q + j;
         const uint32_t(&c)[8] = s == 0 ? lo : hi;
         const uint32_t a[4] = {c[0], c[1], c[2], c[3]}, b[4] = {c[4], c[5], c[6], c[7]};
         const XMeta m = x.m(qj);

@@ -64,24 +64,45 @@ struct UnitGrid {
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
 };
 
-// The activations of one token, staged for XU<QU>: every thread takes part (8 values each).
-template <int QU>
+// The activations of one token, staged for XU<QU> in the given order (staged_index): every thread
+// takes part (8 values each; the 4 lanes of a group of 32 hold its values 0..7, 8..15, ...).
+template <int QU, XOrder O>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
                                               XMeta *meta, const float *norm_w, float inv_rms) {
-  const int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32, g4 = lane % 4;
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
     load_x8(p, x_off, c, on, norm_w, inv_rms, v);
     const Staged8 s = quantize_x8(v);
-    const float other_half = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
+    // the other 16-value half's sums (lanes g4 and g4 ^ 2)
+    const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
+    const int hs16 = __shfl_xor_sync(0xffffffffu, s.hs16, 2), ls16 = __shfl_xor_sync(0xffffffffu, s.ls16, 2);
+    uint2 h = make_uint2(s.hw[0], s.hw[1]), l = make_uint2(s.lw[0], s.lw[1]);
+    int at_in_group = 8 * g4; // byte offset of this lane's 8 staged bytes in the group's 32
+    if constexpr (O == XOrder::Nibbles) {
+      // Staged words 2w, 2w+1 interleave values 4w.. (lane w / 2) and 16 + 4w.. (lane 2 + w / 2):
+      // lane g4 < 2 builds w = 2 g4 (its word 0, its partner's word 0), lane g4 >= 2 builds
+      // w = 2 (g4 - 2) + 1 (its partner's word 1, its own word 1); each sends what the other needs.
+      const bool low = g4 < 2;
+      const uint32_t ph = __shfl_xor_sync(0xffffffffu, low ? s.hw[1] : s.hw[0], 2);
+      const uint32_t pl = __shfl_xor_sync(0xffffffffu, low ? s.lw[1] : s.lw[0], 2);
+      const uint32_t ha = low ? s.hw[0] : ph, hb = low ? ph : s.hw[1];
+      const uint32_t la = low ? s.lw[0] : pl, lb = low ? pl : s.lw[1];
+      h = make_uint2(__byte_perm(ha, hb, 0x5140), __byte_perm(ha, hb, 0x7362));
+      l = make_uint2(__byte_perm(la, lb, 0x5140), __byte_perm(la, lb, 0x7362));
+      at_in_group = 16 * (g4 % 2) + (low ? 0 : 8); // words 4 (g4 % 2) + (low ? 0 : 2)
+    }
     if (on) {
-      const int64_t at = 16 * granule_slot<QU>(c / 16) + c % 16;
-      *reinterpret_cast<uint2 *>(hi + at) = make_uint2(s.hw[0], s.hw[1]);
-      *reinterpret_cast<uint2 *>(lo + at) = make_uint2(s.lw[0], s.lw[1]);
-      if (lane % 4 == 0) // values 0..7 of the group: its sum16 is the first half's
-        meta[meta_slot(c / 32)] = XMeta{s.scale, s.sum16, other_half, s.sum16 + other_half};
+      const int64_t at =
+          16 * static_cast<int64_t>(granule_slot<QU>(static_cast<int>(2 * (c / 32) + at_in_group / 16))) +
+          at_in_group % 16;
+      *reinterpret_cast<uint2 *>(hi + at) = h;
+      *reinterpret_cast<uint2 *>(lo + at) = l;
+      if (g4 == 0) // values 0..7 of the group: its pair sums are the first half's
+        meta[meta_slot(static_cast<int>(c / 32))] =
+            XMeta{s.scale, s.sum16 + sum16, s.hs16 + hs16, s.ls16 + ls16};
     }
   }
 }
@@ -102,7 +123,10 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) +
                        static_cast<size_t>(kUnitWarps) * wr * nb * sizeof(float) +
                        static_cast<size_t>(warp) * kUnitStages * kChunkBytes;
-  const XU<T::QU> xu{hi, lo, meta};
+  // The dot's register constants, read back from shared memory so ptxas keeps them in registers
+  // (see mxfp4_biased); written before the first staging barrier.
+  __shared__ uint32_t held_words[2];
+  if (threadIdx.x < 2) held_words[threadIdx.x] = UnitHeld<T>::word(static_cast<int>(threadIdx.x));
   const int64_t first_group = static_cast<int64_t>(blockIdx.x) * kUnitWarps + warp;
   const int64_t group_stride = static_cast<int64_t>(gridDim.x) * kUnitWarps;
   const int chunks = (ug.units_per_group + 31) / 32;
@@ -156,8 +180,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_units<T::QU>(p, q.x_off, hi, lo, meta, fu.norm_w, inv_rms);
+    stage_x_units<T::QU, UnitOrder<T>::value>(p, q.x_off, hi, lo, meta, fu.norm_w, inv_rms);
     __syncthreads();
+    const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
     for (int64_t it = 0; it < items; ++it) {
       const int64_t grp = first_group + it / chunks * group_stride;
       const int c = static_cast<int>(it % chunks);
@@ -173,7 +198,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         int col = first % nb; // the unit's first block column; U <= blocks_per_row
 #pragma unroll
         for (int k = 0; k < T::U; ++k) {
-          part[first + k] = T::block(words, k, xu, static_cast<int64_t>(col) * kGroupsPerBlock);
+          part[first + k] = T::block(words, k, xu, col * kGroupsPerBlock);
           col = col + 1 == nb ? 0 : col + 1;
         }
       }
@@ -239,14 +264,17 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
       return true;
     };
     // Rows per group: the fewest lane slots per warp, i.e. (groups per warp) x (chunks per group)
-    // over the grid's warps, ties to the smaller group (more warps in flight).
+    // over the grid's warps, ties to the smaller group (more warps in flight). linear_id's
+    // problems (experts) share the warps: GPT-OSS's 4 experts of 2880 rows x 90 blocks take 8 rows
+    // per group (1440 groups of 3 chunks, one round) rather than 4 (2880 groups of 2 chunks, two).
+    const int64_t problems = p.ids ? p.n_tokens * p.n_slots : 1;
     const int64_t warps = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count() * kUnitWarps;
     int best = 0;
     int64_t best_slots = 0;
     for (int wr = 1; wr <= kUnitMaxRowsPerGroup; wr *= 2) {
       if (unit_smem_bytes<D>(p.cols, wr) > kUnitMaxSmem) break;
       if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
-      const int64_t units = wr * nb / T::U, groups = p.rows / wr;
+      const int64_t units = wr * nb / T::U, groups = p.rows / wr * problems;
       const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
       if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
     }
