@@ -177,11 +177,11 @@ protected:
 struct ShapeCase {
   int64_t rows, cols;
 };
-const ShapeCase kShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2880, 2880}, {4096, 4096}};
+// {32, 2880}: GPT-OSS's router (F32); plain types with few rows run one CTA per row.
+const ShapeCase kShapes[] = {{896, 896},   {4864, 896},  {896, 4864}, {151936, 896},
+                             {2880, 2880}, {4096, 4096}, {32, 2880}};
 const int64_t kTokens[] = {1, 3, 7, 64, 512}; // 3: the multi-token GEMV; 7 and up: cuBLAS
 constexpr double kLinearTol = 2e-3;
-// WORKER_QUANT_GEMV when it selects another GEMV than the default (variant 3), which alone has the
-// one-launch paths (linear_multi, linear_swiglu); nullptr otherwise.
 // The GEMV variant the codec runs when it is not the default one (5) or variant 3, the two with
 // the one-launch paths; null otherwise.
 const char *non_default_gemv() {

@@ -7,10 +7,12 @@
 namespace wo::kernels {
 namespace {
 
-constexpr int kMaxCols = 1024, kPerLane = kMaxCols / 32, kMaxK = 32;
+constexpr int kMaxCols = 1024, kMaxK = 32;
 
-// One warp per row. Each lane holds n_cols/32 logits; k rounds of a warp-wide argmax pick the
-// experts in descending order (ties: lower index).
+// One warp per row. Each lane holds P = ceil(n_cols / 32) logits (a template argument, so the
+// arrays stay in registers: GPT-OSS's 32 experts take P = 1); k rounds of a warp-wide argmax pick
+// the experts in descending order (ties: lower index). Lane s keeps round s's logit (k <= 32).
+template <int P>
 __global__ void topk_softmax_kernel(const float *logits, const float *bias, int32_t *ids, float *weights,
                                     int64_t n_rows, int32_t n_cols, int32_t k) {
   wo::pdl::enter();
@@ -18,8 +20,9 @@ __global__ void topk_softmax_kernel(const float *logits, const float *bias, int3
   const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= n_rows) return;
   const float *x = logits + row * n_cols;
-  float v[kPerLane];
-  for (int r = 0; r < kPerLane; ++r) {
+  float v[P];
+#pragma unroll
+  for (int r = 0; r < P; ++r) {
     const int c = lane + 32 * r;
     // NaN router logits (a broken upstream op) rank last instead of poisoning the comparisons:
     // every chosen id then stays inside [0, n_cols), so nothing downstream indexes out of bounds.
@@ -27,11 +30,12 @@ __global__ void topk_softmax_kernel(const float *logits, const float *bias, int3
     v[r] = c < n_cols && !isnan(xb) ? xb : -INFINITY;
   }
   unsigned taken = 0; // bit r: column lane + 32r already chosen
-  float chosen[kMaxK];
+  float mine = 0.0f;  // lane s: the logit chosen in round s
   for (int s = 0; s < k; ++s) {
     float bv = -INFINITY;
     int bi = 0x7fffffff;
-    for (int r = 0; r < kPerLane; ++r) {
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
       const int c = lane + 32 * r;
       if (c < n_cols && !(taken >> r & 1u) && (v[r] > bv || (v[r] == bv && c < bi))) bv = v[r], bi = c;
     }
@@ -41,17 +45,23 @@ __global__ void topk_softmax_kernel(const float *logits, const float *bias, int3
       if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
     }
     if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
-    chosen[s] = bv;
+    if (lane == s) mine = bv;
     if (lane == 0) ids[row * k + s] = bi;
   }
-  if (lane == 0) {
-    const float m = chosen[0]; // the largest
-    float sum = 0.0f;
-    for (int s = 0; s < k; ++s)
-      sum += expf(chosen[s] - m);
-    for (int s = 0; s < k; ++s)
-      weights[row * k + s] = expf(chosen[s] - m) / sum;
-  }
+  // Softmax over the chosen logits, summed in round order on every lane (k is warp-uniform).
+  const float m = __shfl_sync(0xffffffffu, mine, 0); // the largest
+  float sum = 0.0f;
+  for (int s = 0; s < k; ++s)
+    sum += expf(__shfl_sync(0xffffffffu, mine, s) - m);
+  if (lane < k) weights[row * k + lane] = expf(mine - m) / sum;
+}
+
+template <int P>
+cudaError_t launch_topk(unsigned grid, int threads, cudaStream_t stream, const float *logits,
+                        const float *bias, int32_t *ids, float *weights, int64_t n_rows, int32_t n_cols,
+                        int32_t k) {
+  return detail::launch(topk_softmax_kernel<P>, grid, threads, 0, stream, logits, bias, ids, weights, n_rows,
+                        n_cols, k);
 }
 
 __global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t *ids, int64_t n_rows,
@@ -91,8 +101,14 @@ cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int6
   if (n_rows == 0) return cudaSuccess;
   constexpr int warps_per_block = 4;
   const unsigned grid = static_cast<unsigned>((n_rows + warps_per_block - 1) / warps_per_block);
-  return detail::launch(topk_softmax_kernel, grid, warps_per_block * 32, 0, stream, logits, bias, ids,
-                        weights, n_rows, static_cast<int32_t>(n_cols), k);
+  const auto c = static_cast<int32_t>(n_cols);
+  const int per_lane = (c + 31) / 32;
+  if (per_lane <= 1)
+    return launch_topk<1>(grid, warps_per_block * 32, stream, logits, bias, ids, weights, n_rows, c, k);
+  if (per_lane <= 4)
+    return launch_topk<4>(grid, warps_per_block * 32, stream, logits, bias, ids, weights, n_rows, c, k);
+  return launch_topk<kMaxCols / 32>(grid, warps_per_block * 32, stream, logits, bias, ids, weights, n_rows, c,
+                                    k);
 }
 
 cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,

@@ -13,7 +13,7 @@ TEST(MoeKernels, TopkSoftmaxMatchesReference) {
   WO_REQUIRE_DEVICE();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
-  for (auto [cols, k] : {std::pair<int64_t, int32_t>{8, 4}, {32, 4}, {128, 8}, {1000, 3}}) {
+  for (auto [cols, k] : {std::pair<int64_t, int32_t>{8, 4}, {32, 4}, {64, 32}, {128, 8}, {1000, 3}}) {
     const int64_t rows = 21;
     auto x = randn(rows * cols, rng, 2.0f);
     DeviceBuffer<float> dx(x), dw(rows * k);
