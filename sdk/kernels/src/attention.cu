@@ -183,29 +183,44 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// Merges the splits' partial states of one (query, head) per block.
+// Merges the splits' partial states of one (query, head) per block. Thread s loads split s's
+// (m, l) into shared memory, thread 0 forms the max, the per-split factors expf(m_s - big) and the
+// denominator in split order, then every thread sums its dimensions' accumulators over the splits
+// with those factors. (Each thread walking the splits' headers itself, twice and then once per
+// dimension, chained ~3S dependent global loads: 6.6 us per merge on Phi-3, 13% of Qwen's step.)
 __global__ void attention_merge_kernel(float *out, AttnConsts k) {
+  __shared__ float sm_m[kMaxSplits], sm_l[kMaxSplits], sm_e[kMaxSplits];
+  __shared__ float sm_inv;
   wo::pdl::enter();
   const int64_t t = blockIdx.x;
   const int32_t h = blockIdx.y;
   const int32_t hd = k.head_dim, S = k.n_splits;
   const float *ws = k.ws + (t * k.n_heads + h) * static_cast<int64_t>(S) * (2 + hd);
-  float big = k.sinks ? k.sinks[h] : -INFINITY;
-  for (int s = 0; s < S; ++s)
-    if (ws[s * (2 + hd) + 1] > 0.0f) big = fmaxf(big, ws[s * (2 + hd)]);
-  float denom = k.sinks ? expf(k.sinks[h] - big) : 0.0f;
-  for (int s = 0; s < S; ++s) {
-    const float l = ws[s * (2 + hd) + 1];
-    if (l > 0.0f) denom += l * expf(ws[s * (2 + hd)] - big);
+  for (int s = threadIdx.x; s < S; s += blockDim.x) {
+    sm_m[s] = ws[s * (2 + hd)];
+    sm_l[s] = ws[s * (2 + hd) + 1];
   }
-  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) { // the same operations in the same order as one thread over the splits
+    float big = k.sinks ? k.sinks[h] : -INFINITY;
+    for (int s = 0; s < S; ++s)
+      if (sm_l[s] > 0.0f) big = fmaxf(big, sm_m[s]);
+    float denom = k.sinks ? expf(k.sinks[h] - big) : 0.0f;
+    for (int s = 0; s < S; ++s) {
+      const float l = sm_l[s];
+      sm_e[s] = l > 0.0f ? expf(sm_m[s] - big) : 0.0f;
+      if (l > 0.0f) denom += l * sm_e[s];
+    }
+    sm_inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  }
+  __syncthreads();
+  const float inv = sm_inv;
   float *ot = out + t * k.out_stride + static_cast<int64_t>(h) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0.0f;
-    for (int s = 0; s < S; ++s) {
-      const float l = ws[s * (2 + hd) + 1];
-      if (l > 0.0f) o += ws[s * (2 + hd) + 2 + d] * expf(ws[s * (2 + hd)] - big);
-    }
+#pragma unroll 4
+    for (int s = 0; s < S; ++s)
+      if (sm_l[s] > 0.0f) o += ws[s * (2 + hd) + 2 + d] * sm_e[s];
     ot[d] = o * inv;
   }
 }

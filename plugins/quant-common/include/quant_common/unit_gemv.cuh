@@ -127,7 +127,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // (see mxfp4_biased); written before the first staging barrier.
   __shared__ uint32_t held_words[2];
   if (threadIdx.x < 2) held_words[threadIdx.x] = UnitHeld<T>::word(static_cast<int>(threadIdx.x));
-  const int64_t first_group = static_cast<int64_t>(blockIdx.x) * kUnitWarps + warp;
+  // Groups are dealt across the CTAs first (warp w of CTA c starts at w x gridDim.x + c), so when
+  // there are fewer groups than warps every CTA, hence every SM, gets an equal share.
+  const int64_t first_group = static_cast<int64_t>(warp) * gridDim.x + blockIdx.x;
   const int64_t group_stride = static_cast<int64_t>(gridDim.x) * kUnitWarps;
   const int chunks = (ug.units_per_group + 31) / 32;
   const int64_t my_groups =
@@ -296,6 +298,11 @@ template <class D, Int8xMode M> bool unit_smem_ready() {
   return ok;
 }
 
+inline bool unit_spread() {
+  static const bool v = env_int("WORKER_UNIT_SPREAD", 0, 1, 1) != 0;
+  return v;
+}
+
 // Launches variant 5 for one-token problems; false (nothing launched) when it does not take them.
 template <class D>
 bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
@@ -306,9 +313,16 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     const UnitGrid g = unit_grid<D>(p, seg);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
-    const int64_t ctas = (g.n_groups + kUnitWarps - 1) / kUnitWarps;
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas, kUnitCtasPerSm * device_sm_count())),
-                    grid_y(problems));
+    // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
+    // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
+    // groups: 180 full CTAs left 48 SMs with two and 84 with one; now 264 CTAs of 5-6 groups:
+    // quant_bench 16.0 -> 14.7 us). Plain GEMVs keep full CTAs (spread, Q4_K 3072x3072 went
+    // 5.0 -> 5.25 us). WORKER_UNIT_SPREAD=0: full CTAs for linear_id too.
+    const int64_t slots = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count();
+    const int64_t ctas = p.ids && unit_spread()
+                             ? std::min<int64_t>(g.n_groups, std::max<int64_t>(1, slots / problems))
+                             : std::min<int64_t>((g.n_groups + kUnitWarps - 1) / kUnitWarps, slots);
+    const dim3 grid(static_cast<unsigned>(ctas), grid_y(problems));
     const size_t smem = unit_smem_bytes<D>(p.cols, g.rows_per_group);
     if (!(seg.n == 0 ? unit_smem_ready<D, Int8xMode::Plain>() : unit_smem_ready<D, Int8xMode::Stacked>()))
       return false;
