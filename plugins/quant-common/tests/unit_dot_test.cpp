@@ -30,7 +30,7 @@ template <int QU> struct StagedUnits {
   XU<QU> view() const { return XU<QU>{hi.data(), lo.data(), meta.data(), {held[0], held[1]}}; }
 };
 
-template <int QU, XOrder O> StagedUnits<QU> stage(const std::vector<float> &x) {
+template <int QU, XOrder O, bool kHalfSums> StagedUnits<QU> stage(const std::vector<float> &x) {
   const size_t n = x.size();
   // whole 128-byte lines, as unit_stage_bytes sizes them
   StagedUnits<QU> s{std::vector<uint8_t>((n + 127) / 128 * 128), std::vector<uint8_t>((n + 127) / 128 * 128),
@@ -41,7 +41,7 @@ template <int QU, XOrder O> StagedUnits<QU> stage(const std::vector<float> &x) {
       amax = std::max(amax, std::fabs(x[32 * g + i]));
     const float inv = xq_inv(amax), scale = xq_scale(amax);
     float sums[2];
-    int hs_all = 0, ls_all = 0;
+    int hs_all = 0, ls_all = 0, hs_first = 0, ls_first = 0;
     for (size_t half = 0; half < 2; ++half) {
       int hs = 0, ls = 0;
       for (size_t i = 16 * half; i < 16 * half + 16; ++i) {
@@ -56,8 +56,14 @@ template <int QU, XOrder O> StagedUnits<QU> stage(const std::vector<float> &x) {
       }
       sums[half] = xq_sum(scale, hs, ls);
       hs_all += hs, ls_all += ls;
+      if (half == 0) hs_first = hs, ls_first = ls;
     }
-    s.meta[meta_slot(static_cast<int>(g))] = XMeta{scale, sums[0] + sums[1], hs_all, ls_all};
+    float slot = sums[0] + sums[1];
+    if (kHalfSums) {
+      const uint32_t packed = pack_half_sums(hs_first, ls_first);
+      std::memcpy(&slot, &packed, sizeof(slot));
+    }
+    s.meta[meta_slot(static_cast<int>(g))] = XMeta{scale, slot, hs_all, ls_all};
   }
   return s;
 }
@@ -122,7 +128,7 @@ TEST(UnitStaging, MxfpBiasedWordsMatchTheCodeTable) {
 }
 
 template <class D> class UnitDotTest : public ::testing::Test {};
-using UTypes = ::testing::Types<DecQ4_K, DecQ5_K, DecQ8_0, DecQ5_0, DecMXFP4>;
+using UTypes = ::testing::Types<DecQ4_K, DecQ5_K, DecQ6_K, DecQ8_0, DecQ5_0, DecMXFP4>;
 TYPED_TEST_SUITE(UnitDotTest, UTypes);
 
 // Rows of 9 or 18 blocks for the 32-value types, so units of 4 or 8 blocks straddle rows.
@@ -137,16 +143,27 @@ TYPED_TEST(UnitDotTest, RowSumsMatchFp64OnStagedActivations) {
   std::vector<float> w(rows * cols);
   dequantize_rows(D::kType, raw.data(), rows, cols, w.data());
   const auto x = outlier_activations(cols, seed ^ 0x9e3779b97f4a7c15ull);
-  auto s = stage<T::QU, UnitOrder<T>::value>(x);
+  auto s = stage<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value>(x);
   s.held[0] = UnitHeld<T>::word(0), s.held[1] = UnitHeld<T>::word(1);
   ASSERT_EQ(rows * n_blocks % T::U, 0);
+  // The weights with 16 spare bytes after them (LazyWords reads up to 4 past a unit's end).
+  std::vector<uint8_t> buf(raw);
+  buf.resize(raw.size() + 16, 0);
+  constexpr int kSplit = UnitSplit<T>::value;
   std::vector<double> got(rows, 0.0);
-  for (int64_t u = 0; u < rows * n_blocks / T::U; ++u) { // the kernel's walk over one group
-    UnitWords<T::BYTES / 4> words;
-    UnitLoad<D>::load(raw.data() + u * T::BYTES, words);
-    for (int k = 0; k < T::U; ++k) {
-      const int64_t blk = u * T::U + k;
-      got[blk / n_blocks] += T::block(words, k, s.view(), (blk % n_blocks) * (D::QK / 32));
+  for (int64_t u = 0; u < rows * n_blocks * kSplit / T::U; ++u) { // the kernel's walk over one group
+    typename UnitLoad<D>::Words words;
+    UnitLoad<D>::load(buf.data() + u / kSplit * T::BYTES, words);
+    if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
+      const int64_t blk = u / kSplit;
+      got[blk / n_blocks] += T::block(words, static_cast<int>(u % kSplit), s.view(),
+                                      static_cast<int>((blk % n_blocks) * (D::QK / 32)));
+    } else {
+      for (int k = 0; k < T::U; ++k) {
+        const int64_t blk = u * T::U + k;
+        got[blk / n_blocks] +=
+            T::block(words, k, s.view(), static_cast<int>((blk % n_blocks) * (D::QK / 32)));
+      }
     }
   }
   expect_rows_match_fp64(got, w, x, s.value);

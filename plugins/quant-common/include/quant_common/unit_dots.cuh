@@ -19,6 +19,7 @@
 #include "quant_common/int8x_dots.cuh"
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace wo::quant::dev {
@@ -45,9 +46,21 @@ struct X16 {
   uint32_t w[4];
 };
 struct XMeta {
-  float scale, sum32;     // sum32: the sum of the group's 32 staged values (xq_sum)
+  float scale, sum32;     // sum32: the sum of the group's 32 staged values (xq_sum), or for dots
+                          // that declare kHalfSums the hi and lo term sums of values 0..15 as an
+                          // int16 pair (see half_sums)
   int32_t sum_hi, sum_lo; // the sums of its hi and lo int8 terms
 };
+// The hi and lo term sums of values 0..15 of a group staged with half sums (|sum| <= 16 x 127).
+QC_HD uint32_t pack_half_sums(int hs, int ls) {
+  return (static_cast<uint32_t>(hs) & 0xffffu) | (static_cast<uint32_t>(ls) << 16);
+}
+QC_HD void half_sums(const XMeta &m, int &hs, int &ls) {
+  uint32_t w;
+  std::memcpy(&w, &m.sum32, sizeof(w));
+  hs = static_cast<int16_t>(w & 0xffffu);
+  ls = static_cast<int>(w) >> 16;
+}
 
 // Where the staged bytes of a group of 32 keep value i. Plain: at i. Nibbles (MXFP4): in the order
 // a code word's nibbles come out of prmt: code word w (bytes 4w..4w+3 of the block) holds values
@@ -110,6 +123,17 @@ template <class D> struct UnitDot { static constexpr int U = 0; };
 template <class T, class = void> struct UnitOrder { static constexpr XOrder value = XOrder::Plain; };
 template <class T> struct UnitOrder<T, std::void_t<decltype(T::kOrder)>> {
   static constexpr XOrder value = T::kOrder;
+};
+// Lanes per block (kSplit; 1 unless declared): Q6_K's 210-byte blocks are read by two lanes, one
+// 128-value half each, so a 32-lane chunk is 16 blocks (see gemv_units_kernel).
+template <class T, class = void> struct UnitSplit { static constexpr int value = 1; };
+template <class T> struct UnitSplit<T, std::void_t<decltype(T::kSplit)>> {
+  static constexpr int value = T::kSplit;
+};
+// Whether the staging writes half sums into XMeta::sum32 (kHalfSums).
+template <class T, class = void> struct UnitHalfSums { static constexpr bool value = false; };
+template <class T> struct UnitHalfSums<T, std::void_t<decltype(T::kHalfSums)>> {
+  static constexpr bool value = T::kHalfSums;
 };
 // The constants a type's dot wants in registers (XU::held), zeros if it declares none.
 template <class T, class = void> struct UnitHeld {
@@ -282,11 +306,82 @@ struct Q5KUnit {
 template <> struct UnitDot<DecQ4_K> : UnitDotK<Q4KUnit> {};
 template <> struct UnitDot<DecQ5_K> : UnitDotK<Q5KUnit> {};
 
+// A unit's 4-byte words read from its buffer (shared memory on the device) when the dot asks for
+// them, realigned with one funnel shift from a 2-byte-aligned start: for blocks too large to hold
+// in registers and not 4-byte aligned (Q6_K: 210 bytes). The buffer must have 4 readable bytes past
+// the unit's end.
+struct LazyWords {
+  const uint8_t *p;
+  QC_HD uint32_t word(int o) const { // 4 bytes at byte offset o (o % 4 == 0 relative to the unit)
+#ifdef __CUDA_ARCH__
+    const auto a = reinterpret_cast<uintptr_t>(p + o);
+    const auto *w = reinterpret_cast<const uint32_t *>(a & ~uintptr_t{3});
+    return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(8 * (a & 3)));
+#else
+    uint32_t v;
+    std::memcpy(&v, p + o, sizeof(v));
+    return v;
+#endif
+  }
+};
+
+// Q6_K (210-byte blocks, 2-byte aligned): two lanes per block, lane part h takes values
+// 128h..128h+127. Half h holds low nibbles ql[64h..64h+63], two high bits per value in
+// qh[32h..32h+31] and eight int8 sub-block scales sc[8h..8h+7]; value 128h + 32k + l (l < 32) is
+// (ql[64h + 32 (k % 2) + l] >> 4 (k / 2)) & 15 | ((qh[32h + l] >> 2k) & 3) << 4, minus 32, times
+// sc[8h + 2k + l / 16] and d (bytes 208-209). The codes go to dp4a as 0..63; the -32 comes back
+// per 16-value sub-block from the staged half sums.
+template <> struct UnitDot<DecQ6_K> {
+  static constexpr int U = 1, BYTES = 210, QU = 8, kSplit = 2;
+  static constexpr bool kHalfSums = true;
+  template <class W> QC_HD static float block(const W &u, int h, const XU<QU> &x, int q) {
+    uint32_t qa[8], qb[8], qh[8];
+    QC_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      qa[i] = u.word(64 * h + 4 * i);
+      qb[i] = u.word(64 * h + 32 + 4 * i);
+      qh[i] = u.word(128 + 32 * h + 4 * i);
+    }
+    const uint32_t sc[2] = {u.word(192 + 8 * h), u.word(196 + 8 * h)};
+    float acc = 0.0f;
+    QC_UNROLL
+    for (int k = 0; k < 4; ++k) { // group q + 4h + k: values 32k.. of this half
+      const int g = q + 4 * h + k;
+      const X16 xh[2] = {x.hi16(g, 0), x.hi16(g, 1)}, xl[2] = {x.lo16(g, 0), x.lo16(g, 1)};
+      int ih[2] = {0, 0}, il[2] = {0, 0}; // sub-blocks of values 0..15 and 16..31
+      QC_UNROLL
+      for (int i = 0; i < 8; ++i) {
+        const uint32_t ql = k % 2 == 0 ? qa[i] : qb[i];
+        const uint32_t lo4 = (k < 2 ? ql : ql >> 4) & 0x0f0f0f0fu;
+        const uint32_t hi2 = k == 0 ? qh[i] << 4 : k == 1 ? qh[i] << 2 : k == 2 ? qh[i] : qh[i] >> 2;
+        const uint32_t v = lo4 | (hi2 & 0x30303030u);
+        ih[i / 4] = dp4a(v, xh[i / 4].w[i % 4], ih[i / 4]);
+        il[i / 4] = dp4a(v, xl[i / 4].w[i % 4], il[i / 4]);
+      }
+      const XMeta m = x.m(g);
+      int hs_a, ls_a;
+      half_sums(m, hs_a, ls_a);
+      const int hs_b = m.sum_hi - hs_a, ls_b = m.sum_lo - ls_a;
+      const int sa = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2))); // sc[8h + 2k]
+      const int sb = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2) + 8));
+      acc += m.scale * (static_cast<float>(sa) * steps(ih[0] - 32 * hs_a, il[0] - 32 * ls_a) +
+                        static_cast<float>(sb) * steps(ih[1] - 32 * hs_b, il[1] - 32 * ls_b));
+    }
+    return h2f(static_cast<uint16_t>(u.word(208))) * kInvLoSteps * acc;
+  }
+};
+
 template <class D> constexpr bool has_unit() { return UnitDot<D>::U > 0; }
 
-// A unit's words from a buffer (shared memory on the device): BYTES / A vector loads.
-template <class D> struct UnitLoad {
+// A unit's words from a buffer (shared memory on the device): BYTES / A vector loads, or for the
+// split types (Q6_K) a LazyWords view.
+template <class D, bool kLazy = (UnitSplit<UnitDot<D>>::value > 1)> struct UnitLoad {
+  using Words = LazyWords;
+  QC_HD static void load(const uint8_t *p, Words &u) { u.p = p; }
+};
+template <class D> struct UnitLoad<D, false> {
   static constexpr int A = UnitDot<D>::A, NW = UnitDot<D>::BYTES / 4;
+  using Words = UnitWords<NW>;
   static_assert(UnitDot<D>::BYTES % A == 0, "a unit is whole vectors");
   QC_HD static void load(const uint8_t *p, UnitWords<NW> &u) {
 #ifdef __CUDA_ARCH__

@@ -1,4 +1,4 @@
-// Variant 5 of the one-token GEMV (the default for Q4_K, Q5_K, Q8_0, Q5_0 and MXFP4 weights of
+// Variant 5 of the one-token GEMV (the default for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0 and MXFP4 weights of
 // kUnitMinBytes and more; smaller ones keep variant 3): whole blocks per lane.
 //
 // Why: variant 3 (gemv_int8x_kernel) gives each lane one 8-32 weight part of a block and spends
@@ -66,7 +66,9 @@ struct UnitGrid {
 
 // The activations of one token, staged for XU<QU> in the given order (staged_index): every thread
 // takes part (8 values each; the 4 lanes of a group of 32 hold its values 0..7, 8..15, ...).
-template <int QU, XOrder O>
+// kHalfSums: the meta record's sum32 slot holds the term sums of values 0..15 instead (Q6_K's
+// 16-value sub-blocks; see half_sums).
+template <int QU, XOrder O, bool kHalfSums>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
                                               XMeta *meta, const float *norm_w, float inv_rms) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
@@ -102,9 +104,16 @@ __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off
       *reinterpret_cast<uint2 *>(lo + at) = l;
       if (g4 == 0) // values 0..7 of the group: its pair sums are the first half's
         meta[meta_slot(static_cast<int>(c / 32))] =
-            XMeta{s.scale, s.sum16 + sum16, s.hs16 + hs16, s.ls16 + ls16};
+            XMeta{s.scale, kHalfSums ? __uint_as_float(pack_half_sums(s.hs16, s.ls16)) : s.sum16 + sum16,
+                  s.hs16 + hs16, s.ls16 + ls16};
     }
   }
+}
+
+// Bytes between a warp's chunk stages: 32 units' bytes, plus 16 readable bytes past the last unit
+// for LazyWords (split types).
+template <class D> __host__ __device__ constexpr int unit_chunk_stride() {
+  return 32 / UnitSplit<UnitDot<D>>::value * UnitDot<D>::BYTES + (UnitSplit<UnitDot<D>>::value > 1 ? 16 : 0);
 }
 
 template <class D, Int8xMode M>
@@ -113,15 +122,18 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   using T = UnitDot<D>;
   using Ld = UnitLoad<D>;
   constexpr int kGroupsPerBlock = D::QK / 32;
-  constexpr int kChunkBytes = 32 * T::BYTES; // one unit per lane
+  constexpr int kSplit = UnitSplit<T>::value;         // lanes per unit's bytes (Q6_K: 2)
+  constexpr int kChunkData = 32 / kSplit * T::BYTES;  // one unit per lane
+  constexpr int kChunkBytes = unit_chunk_stride<D>(); // + LazyWords' read-past pad
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t *hi = smem, *lo = smem + unit_terms_bytes(p.cols);
   auto *meta = reinterpret_cast<XMeta *>(smem + 2 * unit_terms_bytes(p.cols));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wr = ug.rows_per_group, nb = ug.blocks_per_row;
-  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * wr * nb;
+  const int np = nb * kSplit; // partial dots per row
+  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * wr * np;
   uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) +
-                       static_cast<size_t>(kUnitWarps) * wr * nb * sizeof(float) +
+                       static_cast<size_t>(kUnitWarps) * wr * np * sizeof(float) +
                        static_cast<size_t>(warp) * kUnitStages * kChunkBytes;
   // The dot's register constants, read back from shared memory so ptxas keeps them in registers
   // (see mxfp4_biased); written before the first staging barrier.
@@ -147,8 +159,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (it < items) {
       const int64_t grp = first_group + it / chunks * group_stride;
       const int c = static_cast<int>(it % chunks);
-      const uint8_t *src = group_base(w, grp * wr) + static_cast<int64_t>(c) * kChunkBytes;
-      const int bytes = min(32, ug.units_per_group - 32 * c) * T::BYTES;
+      const uint8_t *src = group_base(w, grp * wr) + static_cast<int64_t>(c) * kChunkData;
+      const int bytes = min(32, ug.units_per_group - 32 * c) / kSplit * T::BYTES;
       uint8_t *dst = chunk_buf + (it % kUnitStages) * kChunkBytes;
       if (ug.copy_bytes == 16) {
         int off = 16 * lane;
@@ -182,7 +194,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_units<T::QU, UnitOrder<T>::value>(p, q.x_off, hi, lo, meta, fu.norm_w, inv_rms);
+    stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value>(p, q.x_off, hi, lo, meta, fu.norm_w,
+                                                                      inv_rms);
     __syncthreads();
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
     for (int64_t it = 0; it < items; ++it) {
@@ -194,14 +207,18 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       const int64_t row0 = grp * wr;
       const int u = 32 * c + lane;
       if (!q.bad_expert && u < ug.units_per_group) {
-        UnitWords<Ld::NW> words;
-        Ld::load(chunk_buf + (it % kUnitStages) * kChunkBytes + lane * T::BYTES, words);
-        const int first = u * T::U;
-        int col = first % nb; // the unit's first block column; U <= blocks_per_row
+        typename Ld::Words words;
+        Ld::load(chunk_buf + (it % kUnitStages) * kChunkBytes + lane / kSplit * T::BYTES, words);
+        if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
+          part[u] = T::block(words, u % kSplit, xu, (u / kSplit) % nb * kGroupsPerBlock);
+        } else {
+          const int first = u * T::U;
+          int col = first % nb; // the unit's first block column; U <= blocks_per_row
 #pragma unroll
-        for (int k = 0; k < T::U; ++k) {
-          part[first + k] = T::block(words, k, xu, col * kGroupsPerBlock);
-          col = col + 1 == nb ? 0 : col + 1;
+          for (int k = 0; k < T::U; ++k) {
+            part[first + k] = T::block(words, k, xu, col * kGroupsPerBlock);
+            col = col + 1 == nb ? 0 : col + 1;
+          }
         }
       }
       __syncwarp(); // part[] complete; the stage may be refilled
@@ -215,8 +232,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         const int r = r0 + lane / kUnitReduceLanes, sub = lane % kUnitReduceLanes;
         float acc = 0.0f;
         if (r < wr)
-          for (int b = sub; b < nb; b += kUnitReduceLanes)
-            acc += part[r * nb + b];
+          for (int b = sub; b < np; b += kUnitReduceLanes)
+            acc += part[r * np + b];
 #pragma unroll
         for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
           acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -241,8 +258,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 // (cp.async), or more shared memory than two CTAs per SM leave.
 template <class D> size_t unit_smem_bytes(int64_t cols, int rows_per_group) {
   return unit_stage_bytes(cols) +
-         static_cast<size_t>(kUnitWarps) * rows_per_group * (cols / D::QK) * sizeof(float) +
-         static_cast<size_t>(kUnitWarps) * kUnitStages * 32 * UnitDot<D>::BYTES;
+         static_cast<size_t>(kUnitWarps) * rows_per_group * (cols / D::QK) * UnitSplit<UnitDot<D>>::value *
+             sizeof(float) +
+         static_cast<size_t>(kUnitWarps) * kUnitStages * unit_chunk_stride<D>();
 }
 
 template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) {
@@ -276,7 +294,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     for (int wr = 1; wr <= kUnitMaxRowsPerGroup; wr *= 2) {
       if (unit_smem_bytes<D>(p.cols, wr) > kUnitMaxSmem) break;
       if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
-      const int64_t units = wr * nb / T::U, groups = p.rows / wr * problems;
+      const int64_t units = wr * nb * UnitSplit<T>::value / T::U, groups = p.rows / wr * problems;
       const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
       if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
     }
@@ -284,7 +302,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     g.n_groups = p.rows / best;
     g.rows_per_group = best;
     g.blocks_per_row = static_cast<int>(nb);
-    g.units_per_group = static_cast<int>(best * nb / T::U);
+    g.units_per_group = static_cast<int>(best * nb * UnitSplit<T>::value / T::U);
     g.copy_bytes = copy_bytes(best);
   }
   return g;
