@@ -76,7 +76,9 @@ void Engine::Impl::check_codecs() {
         throw Error(WO_ERR_UNSUPPORTED, "model '" + opts.model + "': tensor '" + t->name + "' has type " +
                                             type_name + " (" + std::to_string(t->ggml_type) +
                                             "), and no quant plugin in '" + opts.plugin_dir + "' serves it");
-      QuantRoute r{Registry::quant(qp), qp->name};
+      const uint32_t minor =
+          qp->struct_size >= offsetof(wo_plugin, abi_minor) + sizeof(qp->abi_minor) ? qp->abi_minor : 0;
+      QuantRoute r{Registry::quant(qp), qp->name, minor};
       it = quant_by_type.emplace(t->ggml_type, r).first;
       if (std::none_of(plugins_used.begin(), plugins_used.end(),
                        [&](const PluginUse &u) { return u.kind == "quant" && u.name == qp->name; }))
@@ -198,6 +200,7 @@ void Engine::Impl::load(const EngineOptions &o) {
   if (env_is("WORKER_LINEAR_MULTI", "0")) opts.linear_multi = false;
   if (env_is("WORKER_LINEAR_SWIGLU", "1")) opts.linear_swiglu = true;
   if (env_is("WORKER_LINEAR_FUSED", "0")) opts.linear_fused = false;
+  if (env_is("WORKER_LINEAR_GLU", "1")) opts.linear_glu = true;
   if (env_is("WORKER_ARCH_UNFUSED", "1")) opts.arch_flags |= WO_ARCH_UNFUSED;
   if (opts.n_batch <= 0)
     throw Error(WO_ERR_INVALID_ARGUMENT, "n_batch: expected > 0, found " + std::to_string(opts.n_batch));

@@ -68,6 +68,12 @@ struct EngineOptions {
   // WORKER_LINEAR_FUSED=0) answers WO_ERR_UNSUPPORTED and the architecture runs the separate
   // kernels, which compute the same bits (a debugging switch).
   bool linear_fused = true;
+  // linear_fused's op WO_LINEAR_GLU (SDK 1.5: the SwiGLU folded into the down projection's
+  // staging, the same bits as the swiglu kernel first); false answers WO_ERR_UNSUPPORTED. Correct
+  // on the H100 (GPU tests pass) but slower: every CTA recomputes silu over the whole row (H100,
+  // one machine, two runs each: Qwen 963 vs 1006 tok/s, Phi-3 480 vs 481), so off;
+  // WORKER_LINEAR_GLU=1.
+  bool linear_glu = false;
 };
 
 struct PluginUse {

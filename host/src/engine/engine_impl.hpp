@@ -23,7 +23,8 @@ namespace wo::engine {
 
 struct QuantRoute {
   const wo_quant_v1 *vt = nullptr;
-  std::string plugin; // name, for messages
+  std::string plugin;     // name, for messages
+  uint32_t abi_minor = 0; // the SDK minor the plugin was built against (newer ops only from 1.5)
 };
 
 class Engine::Impl {

@@ -201,8 +201,17 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
   auto &e = impl(ctx);
   if (const wo_status st = check_weight_list(e, "linear_fused", n, w, y); st != WO_OK) return st;
   if (!e.opts.linear_fused || (op == WO_LINEAR_SWIGLU && !e.opts.linear_swiglu) ||
+      (op == WO_LINEAR_GLU && !e.opts.linear_glu) ||
       (op == WO_LINEAR_STACK && n > 1 && !e.opts.linear_multi))
     return WO_ERR_UNSUPPORTED;
+  if (op == WO_LINEAR_GLU &&
+      !(fusion && WO_HAS_FIELD(wo_linear_fusion, fusion->struct_size, glu_up) && fusion->glu_up && n == 1)) {
+    e.last_codec_error =
+        "linear_fused: op WO_LINEAR_GLU expects 1 weight and a fusion with glu_up (SDK 1.5), "
+        "found n=" +
+        std::to_string(n) + (fusion ? "" : " and no fusion");
+    return WO_ERR_INVALID_ARGUMENT;
+  }
   for (int32_t i = 1; i < n; ++i)
     if (w[i]->ggml_type != w[0]->ggml_type) return WO_ERR_UNSUPPORTED;
   const QuantRoute *q = nullptr;
@@ -210,6 +219,7 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
     q = &e.route(w[0], "linear_fused");
     if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_fused) || !q->vt->linear_fused)
       return WO_ERR_UNSUPPORTED;
+    if (op == WO_LINEAR_GLU && q->abi_minor < 5) return WO_ERR_UNSUPPORTED; // a 1.4 codec knows no GLU
     return q->vt->linear_fused(&e.host, op, n, w, x, x_type, y, y_type, n_tokens, fusion);
   });
 }

@@ -221,7 +221,7 @@ void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, in
     linear_multi(k, w, b.h, y, rows, layer);
 }
 
-void Model::normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer) {
+bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer) {
   const Scratch &b = *bufs_;
   const int64_t FF = hp_.n_ff;
   const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
@@ -231,18 +231,35 @@ void Model::normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &
   if (!residual_pending_ && n == 1 && gu[0]->struct_size && gu[1]->struct_size &&
       try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act,
                 wo::fusion_norm(static_cast<const float *>(norm->data), hp_.rms_eps), layer))
-    return;
-  auto st = static_cast<cudaStream_t>(stream_);
+    return true;
   if (fused_ffn) {
     float *const y[1] = {b.ffn}; // rows [gate; up]
     normed_linear(norm, 0, n, 1, &L.up, y, layer);
-    cuda(k::swiglu(b.ffn, b.ffn + FF, b.act, n, FF, st, 2 * FF), "swiglu", layer);
   } else {
     const wo_tensor *w2[2] = {L.gate, L.up};
     float *const y2[2] = {b.ffn, b.ffn + n * FF};
     normed_linear(norm, 0, n, 2, w2, y2, layer);
-    cuda(k::swiglu(b.ffn, b.ffn + n * FF, b.act, n, FF, st), "swiglu", layer);
   }
+  return false;
+}
+
+void Model::feed_forward(const LayerWeights &L, int64_t n, int layer) {
+  const Scratch &b = *bufs_;
+  const int64_t FF = hp_.n_ff;
+  if (normed_gate_up(L.ffn_norm, n, L, layer)) {
+    residual_linear(L.down, nullptr, b.act, n, layer);
+    return;
+  }
+  // gate and up: [n][2 FF] rows of [gate; up], or [n][FF] gate then [n][FF] up
+  const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
+  const float *up = b.ffn + (fused_ffn ? FF : n * FF);
+  float *const x_out[1] = {b.x};
+  if (n == 1 && !residual_pending_ &&
+      try_fused(WO_LINEAR_GLU, 1, &L.down, b.ffn, x_out, wo::fusion_glu_residual(up), layer))
+    return;
+  auto st = static_cast<cudaStream_t>(stream_);
+  cuda(k::swiglu(b.ffn, up, b.act, n, FF, st, fused_ffn ? 2 * FF : 0), "swiglu", layer);
+  residual_linear(L.down, nullptr, b.act, n, layer);
 }
 
 void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n,
@@ -348,8 +365,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     residual_linear(L.o, L.o_bias, b.att, n, il);
 
     // Feed-forward block: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x) * ffn_norm.
-    normed_swiglu(L.ffn_norm, n, L, il);
-    residual_linear(L.down, nullptr, b.act, n, il);
+    feed_forward(L, n, il);
   }
 
   // The last FFN residual is only needed for the rows whose logits are wanted.

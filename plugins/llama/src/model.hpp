@@ -51,11 +51,15 @@ private:
   // kernels; both give the same bits. A residual delta the codec could not add stays pending in
   // the o buffer and the next norm adds it (add_rms_norm), as the unfolded forward always did.
   //   normed_linear: y_i[r] = W_i . (rmsnorm(x[first + r]) * norm) for r < rows, i < k
-  //   normed_swiglu: act[r] = silu(gate . h_r) * (up . h_r), h_r = rmsnorm(x[r]) * norm
+  //   normed_gate_up: gate/up . h_r into ffn, h_r = rmsnorm(x[r]) * norm; true when it produced
+  //                   act[r] = silu(gate . h_r) * (up . h_r) itself instead (linear_swiglu)
+  //   feed_forward: x[r] += down . act[r]; for one token the SwiGLU rides in down's pass
+  //                 (SDK 1.5 WO_LINEAR_GLU), else the swiglu kernel runs first
   //   residual_linear: x[t] += W . in[t] + bias (bias may be null)
   void normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k, const wo_tensor *const *w,
                      float *const *y, int layer);
-  void normed_swiglu(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer);
+  bool normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer);
+  void feed_forward(const LayerWeights &L, int64_t n, int layer);
   void residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer);
   // linear_fused for one token; false (nothing enqueued) when declined or under WO_ARCH_UNFUSED.
   bool try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,

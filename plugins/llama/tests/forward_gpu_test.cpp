@@ -28,8 +28,12 @@ double rel_l2(const float *got, const double *ref, int64_t n) {
   return std::sqrt(num / den);
 }
 
-// Tolerance: FP32 activations and FP32 GEMM vs double with the same FP16 K/V rounding.
-constexpr double kTol = 2e-4;
+// Tolerance vs the double reference with the same FP16 K/V rounding. Prefill of more than
+// kGemvMaxTokens (4) tokens runs cuBLAS on FP16 activations and weights, and every run draws fresh
+// weights: on an H100 (2026-11-24) 21 of 80 runs of these tests exceeded the former 2e-4, both at
+// baeed12 and at 580e2c3; the largest of 110 runs was 5.2e-4 (rel. L2 over the vocabulary). A wrong
+// mask, rotation or norm moves the logits by 1e-1 and more.
+constexpr double kTol = 1e-3;
 
 struct Instance {
   const wo_arch_v1 *v;

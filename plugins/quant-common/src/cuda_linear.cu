@@ -315,6 +315,7 @@ Fusion read_fusion(const wo_linear_fusion *f) {
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, norm_eps)) fu.norm_eps = f->norm_eps;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, bias)) fu.bias = f->bias;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, accumulate)) fu.accumulate = f->accumulate != 0;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, glu_up)) fu.glu_up = f->glu_up;
   return fu;
 }
 } // namespace
@@ -325,11 +326,18 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
                        const wo_tensor *const *w, const void *x, wo_dtype x_type, void *const *y,
                        wo_dtype y_type, int64_t n_tokens, const Fusion &fu, const char *op_name) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": host is NULL");
-  if (op != WO_LINEAR_STACK && op != WO_LINEAR_SWIGLU)
-    throw Error(WO_ERR_INVALID_ARGUMENT,
-                std::string(op_name) + ": op expected WO_LINEAR_STACK (0) or WO_LINEAR_SWIGLU (1), found " +
-                    std::to_string(op));
+  if (op != WO_LINEAR_STACK && op != WO_LINEAR_SWIGLU && op != WO_LINEAR_GLU)
+    throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) +
+                                             ": op expected WO_LINEAR_STACK (0), WO_LINEAR_SWIGLU (1) or "
+                                             "WO_LINEAR_GLU (2), found " +
+                                             std::to_string(op));
   const bool swiglu = op == WO_LINEAR_SWIGLU;
+  if ((op == WO_LINEAR_GLU) != (fu.glu_up != nullptr) || (op == WO_LINEAR_GLU && (n != 1 || fu.norm_w)))
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                std::string(op_name) +
+                    ": glu_up goes with op WO_LINEAR_GLU, one weight and no norm; found op " +
+                    std::to_string(op) + ", " + std::to_string(n) + " weights, glu_up " +
+                    (fu.glu_up ? "set" : "NULL") + ", norm " + (fu.norm_w ? "set" : "NULL"));
   if (n < 1 || n > kMaxSegments || !w || !y || (swiglu && n != 2))
     throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op_name) + ": expected " +
                                              (swiglu ? std::string("2 weights (gate, up)")
@@ -348,8 +356,10 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
   check_dtype(x_type, "x", op_name);
   check_dtype(y_type, "y", op_name);
   if (n_tokens != 1 || !ops.gemv_multi) return false;
-  if ((fu.norm_w && x_type != WO_DTYPE_F32) || ((fu.bias || fu.accumulate) && y_type != WO_DTYPE_F32))
+  if (((fu.norm_w || fu.glu_up) && x_type != WO_DTYPE_F32) ||
+      ((fu.bias || fu.accumulate) && y_type != WO_DTYPE_F32))
     return false;
+  if (fu.glu_up && reinterpret_cast<uintptr_t>(fu.glu_up) % 16 != 0) return false; // float4 loads
   Segments seg;
   Shape first{};
   for (int32_t i = 0; i < n; ++i) {

@@ -693,6 +693,40 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
         EXPECT_EQ(got, want) << tn << " bias+accumulate";
       }
 
+      // SwiGLU folded into the projection (op WO_LINEAR_GLU, SDK 1.5) with the residual add:
+      // y = y0 + W (silu(x) * up), as the swiglu kernel, linear and the add compute it.
+      {
+        const auto uf = normal_floats(static_cast<size_t>(cols), rng());
+        DeviceArray<float> up(cols), act(cols);
+        up.upload(uf.data(), uf.size());
+        y[0].upload(y0.data(), y0.size());
+        wo_linear_fusion glu{};
+        glu.struct_size = sizeof glu;
+        glu.accumulate = 1;
+        glu.glu_up = up.get();
+        ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_GLU, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                  1, &glu),
+                  WO_OK)
+            << q->last_error();
+        ASSERT_EQ(wo::kernels::swiglu(x.get(), up.get(), act.get(), 1, cols, s), cudaSuccess);
+        ASSERT_EQ(q->linear(dev->host(), tw[0], act.get(), WO_DTYPE_F32, ref[0].get(), WO_DTYPE_F32, 1),
+                  WO_OK);
+        dev->sync();
+        const auto got = y[0].download(rows[0]), o = ref[0].download(rows[0]);
+        std::vector<float> want(o.size());
+        for (size_t r = 0; r < want.size(); ++r)
+          want[r] = y0[r] + o[r];
+        EXPECT_EQ(got, want) << tn << " glu+accumulate";
+        // Refused: GLU without glu_up, or with a norm.
+        EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_GLU, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                  1, &norm),
+                  WO_ERR_INVALID_ARGUMENT);
+        glu.norm_weight = g.get();
+        EXPECT_EQ(q->linear_fused(dev->host(), WO_LINEAR_GLU, 1, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32,
+                                  1, &glu),
+                  WO_ERR_INVALID_ARGUMENT);
+      }
+
       // Gate, up and SiLU with the norm: linear_swiglu on the normed row (declined, like
       // linear_swiglu itself, by variant 5's types).
       const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);

@@ -28,8 +28,8 @@ extern "C" {
 
 #define WORKER_SDK_ABI_MAJOR 1u
 #define WORKER_SDK_ABI_MINOR                                                                                 \
-  4u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
-        1.4: linear_fused */
+  5u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+        1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -218,6 +218,7 @@ struct wo_host {
 /* linear_fused's operations. */
 #define WO_LINEAR_STACK 0  /* y[i] = W_i x for i < n (1..WO_LINEAR_MULTI_MAX) */
 #define WO_LINEAR_SWIGLU 1 /* n = 2, w = {gate, up}: y[0][r] = silu(gate_r . x) * (up_r . x) */
+#define WO_LINEAR_GLU 2    /* 1.5: n = 1: y[0] = W a with a[c] = silu(x[c]) * fusion->glu_up[c] */
 
 /* 1.4: what linear_fused folds into a projection of one token, so that a decode step needs no
  * separate norm, bias or residual kernels around it.
@@ -235,6 +236,11 @@ struct wo_linear_fusion {
   float norm_eps;
   const float *bias;
   int32_t accumulate;
+  /* 1.5, op WO_LINEAR_GLU only: the up projection's values (F32 [row length], device); x holds the
+   * gate's (F32), and the weights read x[c] / (1 + expf(-x[c])) * glu_up[c], the SDK swiglu
+   * kernel's expression, so the down projection needs no SwiGLU kernel before it. Not with
+   * norm_weight. Hosts pass WO_LINEAR_GLU only to codecs built against SDK >= 1.5. */
+  const float *glu_up;
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -292,6 +292,12 @@ inline wo_linear_fusion fusion_residual(const float *bias) {
   f.accumulate = 1;
   return f;
 }
+// op WO_LINEAR_GLU (1.5): the down projection of silu(gate) * up, added into y (the residual).
+inline wo_linear_fusion fusion_glu_residual(const float *up) {
+  wo_linear_fusion f = fusion_residual(nullptr);
+  f.glu_up = up;
+  return f;
+}
 
 // Rows [first, first + rows) of a 2-D matrix as a tensor of their own (same type, name and row
 // stride; data and host_data moved by first rows): e.g. the gate and up halves of a fused

@@ -3,7 +3,8 @@
 // codec pass. The codec reproduces the separate kernels' arithmetic (worker/rms_norm.cuh, the same
 // float adds), so what users rely on is exact: a decode with the folds gives the same logits, bit
 // for bit, as one with the switch off (EngineOptions.linear_fused = false, WORKER_LINEAR_FUSED=0),
-// at every step, for every architecture the fixtures cover, graphed and launched.
+// at every step, for every architecture the fixtures cover, graphed and launched. The folded engine
+// also folds the SwiGLU into the down projection (SDK 1.5 WO_LINEAR_GLU, opt-in: linear_glu).
 #include "gpu_test_env.hpp"
 
 #include "engine/engine.hpp"
@@ -30,6 +31,7 @@ protected:
     o.plugin_dir = plugin_dir();
     o.n_ctx = 256;
     o.linear_fused = fused;
+    o.linear_glu = fused;
     o.cuda_graphs = graphs;
     return o;
   }

@@ -66,7 +66,8 @@ struct Fusion {
   float norm_eps = 0.0f;
   const float *bias = nullptr;
   bool accumulate = false;
-  bool any() const { return norm_w || bias || accumulate; }
+  const float *glu_up = nullptr; // WO_LINEAR_GLU: the weights read silu(x) * glu_up (SDK 1.5)
+  bool any() const { return norm_w || bias || accumulate || glu_up; }
 };
 
 // One GEMV problem set: for every "problem" p (token group, or token*slot for linear_id) and row r,

@@ -118,15 +118,25 @@ constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per col
 inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
 
 // Eight activations x[c..c+8) (zeros when !on), as rmsnorm(x) * norm_w given the row's inv_rms
-// when norm_w is set (linear_fused's prologue; F32 x).
+// when norm_w is set, or as silu(x) * glu_up (the SDK swiglu kernel's expression) when glu_up is
+// (linear_fused's prologues; F32 x).
 __device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int64_t c, bool on,
-                                        const float *norm_w, float inv_rms, float (&v)[8]) {
+                                        const float *norm_w, float inv_rms, float (&v)[8],
+                                        const float *glu_up = nullptr) {
 #pragma unroll
   for (int i = 0; i < 8; ++i)
     v[i] = 0.0f;
   if (!on) return;
   const float4 a = load_x4(p.x, x_off + c, p.x_f16), b = load_x4(p.x, x_off + c + 4, p.x_f16);
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  if (glu_up) {
+    const float4 u0 = *reinterpret_cast<const float4 *>(glu_up + x_off + c);
+    const float4 u1 = *reinterpret_cast<const float4 *>(glu_up + x_off + c + 4);
+    const float u[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      v[i] = v[i] / (1.0f + expf(-v[i])) * u[i];
+  }
   if (norm_w) {
     const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
     const float4 g1 = *reinterpret_cast<const float4 *>(norm_w + c + 4);
@@ -175,13 +185,13 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
 // staged are rmsnorm(x) * norm_w given the row's inv_rms (linear_fused's prologue; F32 x).
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
-                                             float inv_rms = 0.0f) {
+                                             float inv_rms = 0.0f, const float *glu_up = nullptr) {
   const int lane = threadIdx.x % 32;
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8(p, x_off, c, on, norm_w, inv_rms, v);
+    load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
     const Staged8 q = quantize_x8(v);
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);

@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_int8(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms);
+    stage_x_int8(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
     for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
          row += static_cast<int64_t>(gridDim.x) * kInt8xWarps) {

@@ -70,13 +70,14 @@ struct UnitGrid {
 // 16-value sub-blocks; see half_sums).
 template <int QU, XOrder O, bool kHalfSums>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
-                                              XMeta *meta, const float *norm_w, float inv_rms) {
+                                              XMeta *meta, const float *norm_w, float inv_rms,
+                                              const float *glu_up) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8(p, x_off, c, on, norm_w, inv_rms, v);
+    load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
     const Staged8 s = quantize_x8(v);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
@@ -195,7 +196,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
     stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value>(p, q.x_off, hi, lo, meta, fu.norm_w,
-                                                                      inv_rms);
+                                                                      inv_rms, fu.glu_up);
     __syncthreads();
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
     for (int64_t it = 0; it < items; ++it) {
