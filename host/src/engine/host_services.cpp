@@ -201,8 +201,7 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
   auto &e = impl(ctx);
   if (const wo_status st = check_weight_list(e, "linear_fused", n, w, y); st != WO_OK) return st;
   if (!e.opts.linear_fused || (op == WO_LINEAR_SWIGLU && !e.opts.linear_swiglu) ||
-      (op == WO_LINEAR_GLU && !e.opts.linear_glu) ||
-      (op == WO_LINEAR_STACK && n > 1 && !e.opts.linear_multi))
+      (op == WO_LINEAR_GLU && !e.opts.linear_glu) || (op == WO_LINEAR_STACK && n > 1 && !e.opts.linear_multi))
     return WO_ERR_UNSUPPORTED;
   if (op == WO_LINEAR_GLU &&
       !(fusion && WO_HAS_FIELD(wo_linear_fusion, fusion->struct_size, glu_up) && fusion->glu_up && n == 1)) {
