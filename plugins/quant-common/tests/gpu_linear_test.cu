@@ -197,6 +197,7 @@ bool unit_gemv_weight(uint32_t type, int64_t rows, int64_t cols) {
   if (v && std::string(v) == "3") return false;
   if (static_cast<uint64_t>(rows) * wo::ggml::row_bytes(type, cols) < wo::quant::dev::kUnitMinBytes)
     return false;
+  if (type == wo::ggml::Q6_K && wo::ggml::row_bytes(type, cols) % 8 != 0) return false; // see unit_weight
   for (uint32_t t :
        {wo::ggml::Q4_K, wo::ggml::Q5_K, wo::ggml::Q6_K, wo::ggml::Q8_0, wo::ggml::Q5_0, wo::ggml::MXFP4})
     if (t == type) return true;
