@@ -67,6 +67,22 @@ template <class F> float time_ms(cudaStream_t s, int reps, F &&fn) {
   return median(ms);
 }
 
+// Microseconds per call of `call(i)` (i < per_graph), captured as one CUDA graph of per_graph calls
+// and replayed (median of 15).
+template <class F> double graph_us_per_call(cudaStream_t s, int per_graph, F &&call) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int i = 0; i < per_graph; ++i)
+    call(i);
+  cuda_ok(cudaStreamEndCapture(s, &graph), "end capture");
+  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  const float ms = time_ms(s, 15, [&] { cuda_ok(cudaGraphLaunch(exec, s), "graph launch"); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return ms * 1e3 / per_graph;
+}
+
 double copy_bandwidth(cudaStream_t s) {
   const size_t bytes = 512ull << 20;
   void *src = nullptr, *dst = nullptr;
@@ -119,24 +135,15 @@ void bench_experts(const wo_quant_v1 *q, DeviceTestHost &dev, const Case &c, dou
   cuda_ok(cudaMalloc(&x, c.cols * sizeof(float)), "cudaMalloc x");
   cuda_ok(cudaMalloc(&y, static_cast<size_t>(c.used) * c.rows * sizeof(float)), "cudaMalloc y");
   cuda_ok(cudaMemset(x, 0x3c, c.cols * sizeof(float)), "memset x");
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cuda_ok(cudaStreamBeginCapture(dev.stream(), cudaStreamCaptureModeThreadLocal), "capture");
-  for (int i = 0; i < per_graph; ++i)
+  const double us = graph_us_per_call(dev.stream(), per_graph, [&](int i) {
     if (q->linear_id(dev.host(), &t, x, WO_DTYPE_F32, 1, y, WO_DTYPE_F32, 1, d_ids + i * c.used, c.used) !=
         WO_OK)
       throw std::runtime_error(q->last_error());
-  cuda_ok(cudaStreamEndCapture(dev.stream(), &graph), "end capture");
-  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const float ms =
-      time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
-  const double us = ms * 1e3 / per_graph;
+  });
   const double bw = static_cast<double>(expert_bytes) * c.used / (us * 1e-6);
   std::printf("%-6s %7lldx%-6lld %10.2f %10.2f %10.1f %8.1f%%  (linear_id, %d of %d experts)\n",
               wo::ggml::type_name(c.type), static_cast<long long>(c.rows), static_cast<long long>(c.cols),
               expert_bytes * c.used / 1048576.0, us, bw / 1e9, 100.0 * bw / copy_bw, c.used, c.experts);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaFree(x);
   cudaFree(y);
   cudaFree(d_ids);
@@ -247,24 +254,14 @@ int main(int argc, char **argv) try {
     // Non-zero activations (every float 0x3c3c3c3c = 0.0115), so no kernel takes a zero shortcut.
     cuda_ok(cudaMemset(x, 0x3c, 512 * c.cols * sizeof(float)), "memset x");
 
-    const int per_graph = 50;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    cuda_ok(cudaStreamBeginCapture(dev.stream(), cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < per_graph; ++i)
+    const double us = graph_us_per_call(dev.stream(), 50, [&](int i) {
       if (q->linear(dev.host(), &t[i % copies], x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1) != WO_OK)
         throw std::runtime_error(q->last_error());
-    cuda_ok(cudaStreamEndCapture(dev.stream(), &graph), "end capture");
-    cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    const float ms =
-        time_ms(dev.stream(), 15, [&] { cuda_ok(cudaGraphLaunch(exec, dev.stream()), "graph launch"); });
-    const double us = ms * 1e3 / per_graph;
+    });
     const double bw = bytes / (us * 1e-6);
     std::printf("%-6s %7lldx%-6lld %10.2f %10.2f %10.1f %8.1f%%\n", wo::ggml::type_name(c.type),
                 static_cast<long long>(c.rows), static_cast<long long>(c.cols), bytes / 1048576.0, us,
                 bw / 1e9, 100.0 * bw / copy_bw);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
 
     if (c.rows == 4096 && c.cols == 4096) { // prefill: dequantize to FP16 + cuBLAS
       const float gms = time_ms(dev.stream(), 5, [&] {
