@@ -76,9 +76,8 @@ void Engine::Impl::check_codecs() {
         throw Error(WO_ERR_UNSUPPORTED, "model '" + opts.model + "': tensor '" + t->name + "' has type " +
                                             type_name + " (" + std::to_string(t->ggml_type) +
                                             "), and no quant plugin in '" + opts.plugin_dir + "' serves it");
-      const uint32_t minor =
-          qp->struct_size >= offsetof(wo_plugin, abi_minor) + sizeof(qp->abi_minor) ? qp->abi_minor : 0;
-      QuantRoute r{Registry::quant(qp), qp->name, minor};
+      QuantRoute r{Registry::quant(qp), qp->name,
+                   WO_HAS_FIELD(wo_plugin, qp->struct_size, abi_minor) ? qp->abi_minor : 0u};
       it = quant_by_type.emplace(t->ggml_type, r).first;
       if (std::none_of(plugins_used.begin(), plugins_used.end(),
                        [&](const PluginUse &u) { return u.kind == "quant" && u.name == qp->name; }))

@@ -83,7 +83,7 @@ const char *vtable_name(wo_plugin_kind kind) {
 size_t vtable_min_size(wo_plugin_kind kind) {
   switch (kind) {
   case WO_PLUGIN_ARCHITECTURE: return offsetof(wo_arch_v1, decode_step); // 1.0's fields; 1.1 appended
-  case WO_PLUGIN_QUANT: return offsetof(wo_quant_v1, linear_multi); // 1.0's fields; 1.2 appended
+  case WO_PLUGIN_QUANT: return offsetof(wo_quant_v1, linear_multi);      // 1.0's fields; 1.2 appended
   case WO_PLUGIN_TOKENIZER: return sizeof(wo_tokenizer_v1);
   default: return 0;
   }
@@ -221,8 +221,7 @@ void Registry::Impl::consider(const std::string &path) {
     return reject(c);
   }
   // 4. Validate, reading only the fields the descriptor's struct_size covers.
-  if (d->struct_size >= offsetof(wo_plugin, abi_minor) + sizeof(d->abi_minor))
-    c.abi = abi_string(d->abi_major, d->abi_minor);
+  if (WO_HAS_FIELD(wo_plugin, d->struct_size, abi_minor)) c.abi = abi_string(d->abi_major, d->abi_minor);
   if (!WO_HAS_FIELD(wo_plugin, d->struct_size, vtable)) {
     c.reason = "descriptor struct_size " + std::to_string(d->struct_size) + " is smaller than the " +
                std::to_string(offsetof(wo_plugin, vtable) + sizeof(void *)) +
