@@ -3,6 +3,7 @@
 #include "launch.cuh"
 
 #include <worker/kernels.hpp>
+#include <worker/swiglu.cuh>
 
 namespace wo::kernels {
 namespace {
@@ -34,8 +35,7 @@ __global__ void swiglu_kernel(const float *gate, const float *up, float *out, in
   wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
-    const float g = gate[r * stride + c];
-    out[i] = g / (1.0f + expf(-g)) * up[r * stride + c];
+    out[i] = wo::swiglu::apply(gate[r * stride + c], up[r * stride + c]);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <worker/pdl.cuh>
 #include <worker/rms_norm.cuh>
+#include <worker/swiglu.cuh>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -118,8 +119,8 @@ constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per col
 inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
 
 // Eight activations x[c..c+8) (zeros when !on), as rmsnorm(x) * norm_w given the row's inv_rms
-// when norm_w is set, or as silu(x) * glu_up (the SDK swiglu kernel's expression) when glu_up is
-// (linear_fused's prologues; F32 x).
+// when norm_w is set, or as silu(x) * glu_up (worker/swiglu.cuh, the swiglu kernel's arithmetic)
+// when glu_up is (linear_fused's prologues; F32 x).
 __device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int64_t c, bool on,
                                         const float *norm_w, float inv_rms, float (&v)[8],
                                         const float *glu_up = nullptr) {
@@ -135,7 +136,7 @@ __device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int6
     const float u[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      v[i] = v[i] / (1.0f + expf(-v[i])) * u[i];
+      v[i] = wo::swiglu::apply(v[i], u[i]);
   }
   if (norm_w) {
     const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
