@@ -182,8 +182,8 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
 }
 
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
-// 4 consecutive threads share one group of 32, 8 activations each). With norm_w, the activations
-// staged are rmsnorm(x) * norm_w given the row's inv_rms (linear_fused's prologue; F32 x).
+// 4 consecutive threads share one group of 32, 8 activations each), through load_x8: with norm_w
+// or glu_up, linear_fused's norm or SwiGLU prologue.
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
                                              float inv_rms = 0.0f, const float *glu_up = nullptr) {
@@ -225,7 +225,7 @@ inline unsigned grid_y(int64_t n) {
 // 4 = variant 3 with L2 prefetch before staging and lane groups for short rows
 //     (gemv_int8x_groups_kernel; opt-in).
 // 5 = whole blocks per lane (gemv_units_kernel, unit_gemv.cuh) for the types and shapes it takes
-//     (Q4_K, Q5_K, Q8_0, Q5_0, MXFP4), variant 3 for the rest.
+//     (Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, MXFP4; see unit_weight), variant 3 for the rest.
 constexpr int kDefaultGemvVariant = 5;
 inline int gemv_variant() {
   static const int v = static_cast<int>(env_int("WORKER_QUANT_GEMV", 1, 5, kDefaultGemvVariant));
