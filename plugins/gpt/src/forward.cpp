@@ -25,6 +25,21 @@ int64_t attention_workspace_floats(const Hparams &hp, int64_t n_batch) {
                                              static_cast<int32_t>(hp.head_dim));
 }
 
+// The attention workspace starts with split counters that must start at zero (kernels.hpp);
+// zeroed on the session's first forward on the device (session_begin also runs on hosts without
+// one). Were that first call a captured decode step, the graph would zero them on every replay,
+// where they are zero already: correct either way.
+namespace {
+void zero_attention_workspace_once(Instance &inst, cudaStream_t stream) {
+  Session &s = inst.session;
+  if (s.attn_ws_zeroed || s.layout.attn_ws_floats == 0) return;
+  const cudaError_t e = cudaMemsetAsync(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws, 0,
+                                        static_cast<size_t>(s.layout.attn_ws_floats) * sizeof(float), stream);
+  if (e != cudaSuccess) fail_cuda(e, "zeroing the attention workspace", -1);
+  s.attn_ws_zeroed = true;
+}
+} // namespace
+
 Buffers carve(const Session &s) {
   auto *base = static_cast<unsigned char *>(s.scratch);
   const ScratchLayout &L = s.layout;
@@ -72,6 +87,7 @@ void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t 
 void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits,
                     uint32_t flags) {
   const DeviceOps ops(inst.host);
+  zero_attention_workspace_once(inst, ops.stream());
   const Buffers b = carve(inst.session);
   const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;
   const bool on_device = (flags & WO_FWD_TOKENS_ON_DEVICE) != 0;
@@ -105,6 +121,7 @@ void decode_step_device(Instance &inst, const int32_t *token, const int32_t *pos
     throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: unavailable while the host records the routing trace; "
                                          "use forward");
   const DeviceOps ops(inst.host);
+  zero_attention_workspace_once(inst, ops.stream());
   Buffers b = carve(inst.session);
   // The layers only read tokens and positions: the caller's device values stand in for the
   // scratch copies forward makes, so nothing here depends on the position on the host.

@@ -5,7 +5,9 @@
 // buffer of n_kv floats. The warps' states are merged in the block. With one split the block
 // writes the output; with several (decode: few queries, long context, flash-decoding) each block
 // writes its partial state to the workspace and a second kernel merges the splits.
-#include "launch.cuh"
+// Decode calls that fit it (GQA groups up to 8 heads, head_dim a multiple of 8) take the decode
+// kernel instead (attention_decode.cu): one block per KV head and split, merged by the last split.
+#include "attention_common.cuh"
 
 #include <worker/kernels.hpp>
 
@@ -14,24 +16,14 @@
 namespace wo::kernels {
 namespace {
 
+using detail::AttnConsts;
+using detail::kMaxSplits;
+using detail::kMaxSplitTokens;
 constexpr int kWarps = 8;
-constexpr int kMaxHeadDim = 256;
+constexpr int kMaxHeadDim = detail::kAttnMaxHeadDim;
 constexpr int kMaxPerLane = kMaxHeadDim / 32;
 constexpr int kUnroll = 4;             // keys per warp per step of the main loop
-constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
-constexpr int kMaxSplits = 64;
-constexpr int64_t kMinKeysPerSplit = 64;
 constexpr int64_t kTargetBlocks = 264; // about two waves of blocks on a 132-SM H100
-
-struct AttnConsts {
-  int64_t pos0, n_kv, window, q_stride, out_stride;
-  int32_t n_heads, n_kv_heads, head_dim, n_splits;
-  float scale;
-  bool causal;
-  const float *sinks;
-  const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
-  float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
-};
 
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
@@ -44,25 +36,15 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int32_t kvh = h / (k.n_heads / k.n_kv_heads);
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
 
-  // Visible keys [lo, hi) for the query at position p, then this split's share of them.
-  const int64_t p = k.positions ? k.positions[t] : k.pos0 + t;
-  const int64_t n_kv = k.positions ? k.positions[gridDim.x - 1] + 1 : k.n_kv;
-  int64_t hi = k.causal ? min(p + 1, n_kv) : n_kv;
-  int64_t lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
-  if (k.n_splits > 1) { // the partition depends on the real keys only (see choose_splits)
-    const int64_t len = max(hi - lo, static_cast<int64_t>(0));
-    const int64_t used = min(static_cast<int64_t>(k.n_splits),
-                             max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
-    const int64_t chunk = (len + used - 1) / used;
-    lo = lo + split * chunk;
-    hi = min(hi, lo + chunk);
-    if (lo >= hi) { // an empty split (past `used`): the merge skips states with l == 0
-      if (threadIdx.x == 0) {
-        float *ws = k.ws + ((t * k.n_heads + h) * k.n_splits + split) * (2 + hd);
-        ws[0] = -INFINITY, ws[1] = 0.0f;
-      }
-      return;
+  // This split's share [lo, hi) of the keys the query sees.
+  const detail::KeyRange range = detail::visible_keys(k, t, split, gridDim.x);
+  const int64_t lo = range.lo, hi = range.hi;
+  if (k.n_splits > 1 && lo >= hi) { // an empty split (past `used`): the merge skips states with l == 0
+    if (threadIdx.x == 0) {
+      float *ws = k.ws + ((t * k.n_heads + h) * k.n_splits + split) * (2 + hd);
+      ws[0] = -INFINITY, ws[1] = 0.0f;
     }
+    return;
   }
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
@@ -231,13 +213,13 @@ __global__ void attention_merge_kernel(float *out, AttnConsts k) {
 // with another context size (greedy outputs then part at near-ties). The kernel instead uses
 // ceil(keys / kMinKeysPerSplit) of the launched splits, from the real key count; the rest are
 // empty blocks that return at once.
-int32_t choose_splits(const AttentionParams &p) {
-  if (!p.workspace || p.n_tokens > kMaxSplitTokens) return 1;
+int32_t choose_splits(const AttentionParams &p, int64_t state_floats) {
+  if (state_floats <= 0 || p.n_tokens > kMaxSplitTokens) return 1;
   const int64_t blocks = p.n_tokens * p.n_heads;
   int64_t s = (kTargetBlocks + blocks - 1) / blocks;
   s = std::min<int64_t>(s, kMaxSplits);
   const int64_t per_split = blocks * (2 + p.head_dim);
-  s = std::min<int64_t>(s, p.workspace_floats / per_split);
+  s = std::min<int64_t>(s, state_floats / per_split);
   return static_cast<int32_t>(std::max<int64_t>(s, 1));
 }
 
@@ -245,7 +227,10 @@ int32_t choose_splits(const AttentionParams &p) {
 
 int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim) {
   if (n_tokens <= 0 || n_heads <= 0 || head_dim <= 0) return 0;
-  return std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (2 + head_dim);
+  // Per state the decode kernel's acc[head_dim], m, l padded to 16 bytes (the general kernel's
+  // m, l, acc[head_dim] fit in it).
+  return detail::attn_counter_floats(n_heads) +
+         std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (4 + head_dim);
 }
 
 cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
@@ -271,8 +256,16 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   k.causal = p.causal;
   k.sinks = p.sinks;
   k.positions = p.positions;
-  k.n_splits = choose_splits(p);
-  k.ws = p.workspace;
+  // Workspace: the decode kernel's split counters, then the partial states.
+  const int64_t counter_floats = detail::attn_counter_floats(p.n_heads);
+  const bool has_ws = p.workspace && p.workspace_floats > counter_floats;
+  k.counters = has_ws ? reinterpret_cast<unsigned *>(p.workspace) : nullptr;
+  k.ws = has_ws ? p.workspace + counter_floats : nullptr;
+  const int64_t state_floats = has_ws ? p.workspace_floats - counter_floats : 0;
+  cudaError_t decoded = cudaSuccess;
+  if (detail::attention_decode(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
+    return decoded;
+  k.n_splits = choose_splits(p, state_floats);
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
                   static_cast<unsigned>(k.n_splits));
   const cudaError_t e =

@@ -70,6 +70,15 @@ TEST(AttentionKernel, MatchesReference) {
       {"hd32 qwen2-like", 200, 0, 2, 1, 32, 0, false, true, 64, 0},
       {"decode wide window + sinks", 1, 2000, 4, 2, 64, 300, true, true, 0, 0},
       {"speculative 4 queries gqa", 4, 900, 14, 2, 64, 0, false, true, 0, 0},
+      // Decode shapes of the spec models at depth ~2048, and past 64 splits' worth of keys.
+      {"decode qwen2.5-0.5b 14:2 hd64", 1, 2047, 14, 2, 64, 0, false, true, 0, 0},
+      {"decode phi-3 32:32 hd96", 1, 2000, 32, 32, 96, 0, false, true, 0, 0},
+      {"decode gpt-oss 64:8 hd64 + sinks", 1, 2050, 64, 8, 64, 0, true, true, 0, 0},
+      {"decode gpt-oss sliding 128 + sinks", 1, 2050, 64, 8, 64, 128, true, true, 0, 0},
+      {"decode 5000 keys 4:2 (64 splits, 2 tiles each)", 1, 4999, 4, 2, 64, 0, false, true, 0, 0},
+      {"decode group of 16 (general kernel)", 1, 700, 16, 1, 64, 0, false, true, 0, 0},
+      {"decode head dim 36 (general kernel)", 2, 300, 2, 1, 36, 0, false, true, 0, 0},
+      {"decode 3 queries hd80 window", 3, 1200, 6, 2, 80, 100, false, true, 0, 8},
   };
   for (const Case &c : cases) {
     const int64_t q_row = int64_t(c.n_heads) * c.head_dim, kv_row = int64_t(c.n_kv_heads) * c.head_dim;
@@ -104,6 +113,7 @@ TEST(AttentionKernel, MatchesReference) {
     // The same call with a workspace: decode-shaped calls split their keys over several blocks.
     const int64_t ws_floats = attention_workspace_floats(c.n_tokens, c.n_heads, c.head_dim);
     DeviceBuffer<float> ws(ws_floats);
+    ASSERT_EQ(cudaMemset(ws.get(), 0, ws_floats * sizeof(float)), cudaSuccess); // kernels.hpp: zeroed once
     ap.workspace = ws_floats ? ws.get() : nullptr;
     ap.workspace_floats = ws_floats;
     dout.upload(sentinel);

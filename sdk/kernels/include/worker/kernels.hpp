@@ -165,7 +165,9 @@ struct AttentionParams {
   // Optional device workspace for splitting the keys over several blocks (flash-decoding), which
   // decode (few queries, long context) needs to fill the GPU. nullptr / too small: no split.
   // Size it with attention_workspace_floats() for the largest call (it depends on n_tokens,
-  // n_heads and head_dim only).
+  // n_heads and head_dim only), and zero it once before the first call (cudaMemsetAsync): it
+  // starts with the counters by which the last split of a decode call knows to merge, which every
+  // call leaves at zero again. Use it for attention only, from one stream.
   float *workspace = nullptr;
   int64_t workspace_floats = 0;
   // Optional device int32 [n_tokens]: query t sits at positions[t] (consecutive) and the cache

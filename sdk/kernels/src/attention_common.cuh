@@ -1,0 +1,72 @@
+// What the two attention kernels (attention.cu: one block per query head, any shape;
+// attention_decode.cu: one block per KV head and key split, decode) share: the launch constants,
+// the workspace layout, and which keys a (query, split) block sees.
+#pragma once
+
+#include "launch.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace wo::kernels::detail {
+
+constexpr int kAttnMaxHeadDim = 256;
+constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
+constexpr int kMaxSplits = 64;
+constexpr int64_t kMinKeysPerSplit = 64;
+
+struct AttnConsts {
+  int64_t pos0, n_kv, window, q_stride, out_stride;
+  int32_t n_heads, n_kv_heads, head_dim, n_splits;
+  float scale;
+  bool causal;
+  const float *sinks;
+  const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
+  float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
+  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads]: finished splits (decode kernel), zero between calls
+};
+
+// Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16
+// bytes so the states that follow stay aligned), then the partial states.
+inline int64_t attn_counter_floats(int32_t n_heads) {
+  return (kMaxSplitTokens * n_heads + 3) / 4 * 4;
+}
+
+// The keys [lo, hi) that split `split` of query t sees, from the real key count (device positions
+// in graph mode), never from the launch's bound: the partition, and so the rounding, of a decode
+// step must not depend on the context bucket a graph was captured for. `used` is how many of the
+// n_splits launched splits hold keys (ceil(keys / kMinKeysPerSplit), at least 1); the rest get an
+// empty range. With one split the range is all visible keys.
+struct KeyRange {
+  int64_t lo, hi;
+  int32_t used;
+};
+__device__ inline KeyRange visible_keys(const AttnConsts &k, int64_t t, int32_t split, int64_t n_queries) {
+  const int64_t p = k.positions ? k.positions[t] : k.pos0 + t;
+  const int64_t n_kv = k.positions ? k.positions[n_queries - 1] + 1 : k.n_kv;
+  KeyRange r;
+  r.hi = k.causal ? min(p + 1, n_kv) : n_kv;
+  r.lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;
+  r.used = 1;
+  if (k.n_splits > 1) {
+    const int64_t len = max(r.hi - r.lo, static_cast<int64_t>(0));
+    const int64_t used = min(static_cast<int64_t>(k.n_splits),
+                             max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
+    const int64_t chunk = (len + used - 1) / used;
+    r.lo = r.lo + split * chunk;
+    r.hi = min(r.hi, r.lo + chunk);
+    r.used = static_cast<int32_t>(used);
+  }
+  return r;
+}
+
+// Decode kernel (attention_decode.cu): launches it and returns true when it serves this call
+// (few queries, a GQA group of at most 8 heads, head_dim a multiple of 8, 16-byte aligned caches,
+// output rows and workspace); false leaves the call to the general kernel.
+// state_floats: the workspace's room for partial states (after the counters).
+bool attention_decode(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+                      const AttnConsts &k, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
+                      cudaError_t *status);
+
+} // namespace wo::kernels::detail

@@ -1,0 +1,365 @@
+// Decode attention: one block per (query, KV head, key split) serves every query head of the KV
+// head's group, so each key and value row is read once per group instead of once per head
+// (Qwen2.5 shares a KV head among 7 query heads, gpt-oss among 8), and threads work on keys
+// instead of one key's dimensions (the general kernel spends a 5-shuffle reduction per key).
+//
+// Keys come in tiles of 64:
+//   scores   two threads per key, 8 dimensions (one 16-byte load) at a time, every head of the group;
+//   softmax  one warp per head: the tile's max joins the running max, probabilities replace scores;
+//   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
+// The four warps' value sums are added in warp order. With one split the block writes the output.
+// With several, each writes its partial state (m, l, acc) to the workspace and the last split to
+// finish (a counter per query and KV head, which that block resets to zero) merges the states in
+// split order: the bits do not depend on which split finished last, and no merge kernel runs.
+#include "attention_common.cuh"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace wo::kernels::detail {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kDecWarps = kThreads / 32;
+constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
+constexpr int kMaxGroup = 8;        // query heads per KV head (instances for groups of 1, 4, 8)
+constexpr int64_t kTargetBlocks = 1056; // about eight blocks per SM of a 132-SM H100
+static_assert(kTile == kMinKeysPerSplit, "a split's share is a whole number of tiles at the minimum");
+
+// Dynamic shared memory, in floats.
+struct SmemLayout {
+  int q_len; // the group's queries, rounded up to whole float4
+  int q, p, stat, e, red, total;
+};
+__host__ __device__ inline SmemLayout smem_layout(int group, int hd) {
+  SmemLayout s;
+  s.q_len = (group * hd + 3) / 4 * 4;
+  s.q = 0;
+  s.p = s.q_len;                        // [kTile][kG]: scores, then probabilities (kG <= kMaxGroup)
+  s.stat = s.p + kTile * kMaxGroup;     // m, l, tile correction, merge 1/denominator: [4][kMaxGroup]
+  s.e = s.stat + 4 * kMaxGroup;         // [kMaxGroup][kMaxSplits]: the merge's per-split factors
+  s.red = s.e + kMaxGroup * kMaxSplits; // [kDecWarps][q_len]: the warps' value sums
+  s.total = s.red + kDecWarps * s.q_len;
+  return s;
+}
+
+// One key's probabilities for the kG heads (float4 reads where they fit).
+template <int kG> __device__ inline void load_probs(const float *p, float (&pg)[kG]) {
+  if constexpr (kG % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kG / 4; ++i) {
+      const float4 v = reinterpret_cast<const float4 *>(p)[i];
+      pg[4 * i] = v.x, pg[4 * i + 1] = v.y, pg[4 * i + 2] = v.z, pg[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kG; ++i)
+      pg[i] = p[i];
+  }
+}
+
+// Floats per partial state: acc[hd], m, l, padded to 16 bytes.
+__host__ __device__ inline int64_t decode_state_floats(int32_t hd) { return hd + 4; }
+
+__device__ inline void unpack8(const uint4 raw, float f[8]) {
+  const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __half22float2(h[i]);
+    f[2 * i] = v.x, f[2 * i + 1] = v.y;
+  }
+}
+
+// kG: the largest group this instance serves (registers: a group of 1 needs an eighth of 8's);
+// kPairs: half2 per lane per 64 dimensions, head_dim <= 64 * kPairs.
+template <int kG, int kPairs>
+__global__ void __launch_bounds__(kThreads)
+    attention_decode_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+  constexpr int kChunks = 4 * kPairs;            // 8-dimension chunks of a key per thread (of two)
+  constexpr int kKeysPerWarp = kTile / kDecWarps; // value rows per warp per tile
+  extern __shared__ float4 dyn_smem[];
+  __shared__ int is_last;
+  wo::pdl::enter();
+  const int64_t t = blockIdx.x;
+  const int32_t kvh = blockIdx.y, split = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int32_t hd = k.head_dim, G = k.n_heads / k.n_kv_heads, h0 = kvh * G;
+  const KeyRange r = visible_keys(k, t, split, gridDim.x);
+  if (split >= r.used) return; // a launched split past the real keys' share
+
+  const SmemLayout L = smem_layout(G, hd);
+  float *sm = reinterpret_cast<float *>(dyn_smem);
+  float *q_s = sm + L.q, *p_s = sm + L.p, *e_s = sm + L.e, *red_s = sm + L.red;
+  float *m_s = sm + L.stat, *l_s = m_s + kMaxGroup, *c_s = l_s + kMaxGroup, *inv_s = c_s + kMaxGroup;
+  const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
+  const __half *kb = kc + static_cast<int64_t>(kvh) * hd, *vb = vc + static_cast<int64_t>(kvh) * hd;
+  const int n_chunks = hd / 8;
+  const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
+
+  float acc[kG][2 * kPairs];
+#pragma unroll
+  for (int g = 0; g < kG; ++g)
+#pragma unroll
+    for (int i = 0; i < 2 * kPairs; ++i)
+      acc[g][i] = 0.0f;
+  for (int64_t base = r.lo; base < r.hi; base += kTile) {
+    const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - base));
+    // Every load of the tile first (one memory latency per tile): this thread's key chunks and its
+    // warp's value rows; on the first tile also the queries.
+    uint4 kraw[kChunks];
+    const uint4 *krow = reinterpret_cast<const uint4 *>(kb + (base + kk_s) * kv_row);
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      const int c = half + 2 * i;
+      kraw[i] = kk_s < n_keys && c < n_chunks ? krow[c] : make_uint4(0, 0, 0, 0);
+    }
+    __half2 vraw[kKeysPerWarp][kPairs];
+#pragma unroll
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int kk = warp + kDecWarps * i;
+      const __half2 *vrow = reinterpret_cast<const __half2 *>(vb + (base + kk) * kv_row);
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j)
+        vraw[i][j] = kk < n_keys && 2 * lane + 64 * j < hd ? vrow[lane + 32 * j] : __floats2half2_rn(0.0f, 0.0f);
+    }
+    if (base == r.lo) {
+      const float *qt = q + t * k.q_stride + static_cast<int64_t>(h0) * hd; // the group's heads are adjacent
+      for (int i = tid; i < G * hd; i += kThreads)
+        q_s[i] = qt[i] * k.scale;
+      if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
+      __syncthreads();
+    }
+    { // Scores: key tid / 2; the pair's threads take alternate 8-dimension chunks.
+      float s[kG];
+#pragma unroll
+      for (int g = 0; g < kG; ++g)
+        s[g] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) {
+        const int c = half + 2 * i;
+        if (c < n_chunks) {
+          float kf[8];
+          unpack8(kraw[i], kf);
+#pragma unroll
+          for (int g = 0; g < kG; ++g)
+            if (g < G) {
+              const float4 *qq = reinterpret_cast<const float4 *>(q_s + g * hd + 8 * c);
+              const float4 a = qq[0], b = qq[1];
+              s[g] += a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] +
+                      b.z * kf[6] + b.w * kf[7];
+            }
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < kG; ++g)
+        s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
+      if (half == 0)
+#pragma unroll
+        for (int g = 0; g < kG; ++g)
+          p_s[kk_s * kG + g] = kk_s < n_keys ? s[g] : -INFINITY;
+    }
+    __syncthreads();
+    // Softmax: warp w owns heads w and w + 4; every tile holds at least one key, so m_new is finite.
+    for (int g = warp; g < G; g += kDecWarps) {
+      const float a = p_s[lane * kG + g], b = p_s[(lane + 32) * kG + g];
+      const float m_old = m_s[g];
+      const float m_new = fmaxf(m_old, warp_max(fmaxf(a, b)));
+      const float pa = expf(a - m_new), pb = expf(b - m_new);
+      p_s[lane * kG + g] = pa;
+      p_s[(lane + 32) * kG + g] = pb;
+      const float sum = warp_sum(pa + pb);
+      if (lane == 0) {
+        const float corr = expf(m_old - m_new); // 0 on the first tile (m_old = -inf)
+        c_s[g] = corr;
+        l_s[g] = l_s[g] * corr + sum;
+        m_s[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // Values: warp w takes keys w, w + 4, ...; lane the dimensions 2 lane + 64 j and the next
+    // (rows past the tile's keys were loaded as zeros and have probability 0).
+#pragma unroll
+    for (int g = 0; g < kG; ++g)
+      if (g < G) {
+        const float corr = c_s[g];
+#pragma unroll
+        for (int i = 0; i < 2 * kPairs; ++i)
+          acc[g][i] *= corr;
+      }
+#pragma unroll
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int kk = warp + kDecWarps * i;
+      float pg[kG];
+      load_probs<kG>(p_s + kk * kG, pg);
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j) {
+        const float2 v = __half22float2(vraw[i][j]);
+#pragma unroll
+        for (int g = 0; g < kG; ++g)
+          if (g < G) {
+            acc[g][2 * j] += pg[g] * v.x;
+            acc[g][2 * j + 1] += pg[g] * v.y;
+          }
+      }
+    }
+    __syncthreads(); // the next tile rewrites p_s and c_s
+  }
+  if (r.lo >= r.hi) { // no visible keys (one split): the queries were never needed
+    if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int g = 0; g < kG; ++g)
+    if (g < G)
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j) {
+        const int d = 2 * lane + 64 * j;
+        if (d < hd) {
+          red_s[warp * L.q_len + g * hd + d] = acc[g][2 * j];
+          red_s[warp * L.q_len + g * hd + d + 1] = acc[g][2 * j + 1];
+        }
+      }
+  __syncthreads();
+  const int n_out = G * hd;
+  const auto block_sum_at = [&](int i) {
+    float a = red_s[i];
+#pragma unroll
+    for (int w = 1; w < kDecWarps; ++w)
+      a += red_s[w * L.q_len + i];
+    return a;
+  };
+
+  if (r.used == 1) { // the whole range: fold in the sink (a logit without a value) and normalize
+    for (int i = tid; i < n_out; i += kThreads) {
+      const int g = i / hd, d = i - g * hd;
+      const float m = m_s[g], l = l_s[g];
+      float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
+      if (l > 0.0f) big = fmaxf(big, m);
+      const float e = l > 0.0f ? expf(m - big) : 0.0f;
+      const float denom = (k.sinks ? expf(k.sinks[h0 + g] - big) : 0.0f) + l * e;
+      out[t * k.out_stride + static_cast<int64_t>(h0 + g) * hd + d] =
+          denom > 0.0f ? block_sum_at(i) * e * (1.0f / denom) : 0.0f;
+    }
+    return;
+  }
+
+  // Partial state of head h0 + g at split s: ws_t + (g S + s) kState = {acc[hd], m, l, -, -}
+  // (16-byte aligned rows, so the merge reads float4).
+  const int64_t state = decode_state_floats(hd);
+  float *ws_t = k.ws + (t * k.n_heads + h0) * static_cast<int64_t>(k.n_splits) * state;
+  for (int i = tid; i < n_out; i += kThreads) {
+    const int g = i / hd, d = i - g * hd;
+    float *st = ws_t + (static_cast<int64_t>(g) * k.n_splits + split) * state;
+    st[d] = block_sum_at(i);
+    if (d == 0) st[hd] = m_s[g], st[hd + 1] = l_s[g];
+  }
+  __threadfence(); // the state is visible to the merging block before the counter says so
+  __syncthreads();
+  if (tid == 0) {
+    unsigned *ctr = k.counters + t * k.n_kv_heads + kvh;
+    is_last = atomicAdd(ctr, 1u) == static_cast<unsigned>(r.used - 1);
+    if (is_last) atomicExch(ctr, 0u); // every split of this call has counted: ready for the next call
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+
+  // Merge in split order. Per head: max over the non-empty states and the sink, factors
+  // e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states
+  // come from other SMs: L2 reads (__ldcg).
+  for (int g = warp; g < G; g += kDecWarps) {
+    const float *hg = ws_t + static_cast<int64_t>(g) * k.n_splits * state + hd;
+    float ms[2], ls[2];
+    float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      ms[u] = s < r.used ? __ldcg(hg + s * state) : -INFINITY;
+      ls[u] = s < r.used ? __ldcg(hg + s * state + 1) : 0.0f;
+      if (ls[u] > 0.0f) big = fmaxf(big, ms[u]);
+    }
+    big = warp_max(big);
+    float den = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      const float e = ls[u] > 0.0f ? expf(ms[u] - big) : 0.0f;
+      if (s < r.used) e_s[g * kMaxSplits + s] = e;
+      den += ls[u] * e;
+    }
+    den = warp_sum(den);
+    if (lane == 0) {
+      if (k.sinks) den += expf(k.sinks[h0 + g] - big);
+      inv_s[g] = den > 0.0f ? 1.0f / den : 0.0f;
+    }
+  }
+  __syncthreads();
+  const int hd4 = hd / 4;
+  for (int i = tid; i < G * hd4; i += kThreads) {
+    const int g = i / hd4, d4 = i - g * hd4;
+    const float4 *hg = reinterpret_cast<const float4 *>(ws_t + static_cast<int64_t>(g) * k.n_splits * state) + d4;
+    const float *eg = e_s + g * kMaxSplits;
+    const int64_t stride4 = state / 4;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+    for (int s = 0; s < r.used; ++s) {
+      const float4 a = __ldcg(hg + s * stride4);
+      const float e = eg[s];
+      o.x += a.x * e, o.y += a.y * e, o.z += a.z * e, o.w += a.w * e;
+    }
+    const float inv = inv_s[g];
+    float4 *dst = reinterpret_cast<float4 *>(out + t * k.out_stride + static_cast<int64_t>(h0 + g) * hd) + d4;
+    *dst = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
+  }
+}
+
+template <int kG>
+cudaError_t launch_for_group(dim3 grid, size_t smem, cudaStream_t stream, const float *q, const __half *kc,
+                             const __half *vc, float *out, const AttnConsts &k) {
+  const auto kernel = k.head_dim <= 64    ? attention_decode_kernel<kG, 1>
+                      : k.head_dim <= 128 ? attention_decode_kernel<kG, 2>
+                                          : attention_decode_kernel<kG, 4>;
+  return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+}
+
+bool decode_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("WORKER_ATTN_DECODE");
+    return !(e && e[0] == '0' && e[1] == '\0');
+  }();
+  return on;
+}
+
+} // namespace
+
+bool attention_decode(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+                      const AttnConsts &k0, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
+                      cudaError_t *status) {
+  const int32_t group = k0.n_heads / k0.n_kv_heads;
+  const auto aligned16 = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (n_tokens > kMaxSplitTokens || group > kMaxGroup || k0.head_dim % 8 != 0 || !aligned16(k_cache) ||
+      !aligned16(v_cache) || !aligned16(out) || k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) ||
+      !decode_enabled())
+    return false;
+  AttnConsts k = k0;
+  // Splits that fill the GPU with blocks of one KV head each, limited by the workspace; never by
+  // n_kv (see visible_keys).
+  k.n_splits = 1;
+  if (k.ws && k.counters) {
+    const int64_t blocks = n_tokens * k.n_kv_heads;
+    int64_t s = std::min<int64_t>((kTargetBlocks + blocks - 1) / blocks, kMaxSplits);
+    s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * decode_state_floats(k.head_dim)));
+    k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
+  }
+  const SmemLayout L = smem_layout(group, k.head_dim);
+  const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
+  const dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(k.n_kv_heads),
+                  static_cast<unsigned>(k.n_splits));
+  *status = group == 1   ? launch_for_group<1>(grid, smem, stream, q, k_cache, v_cache, out, k)
+            : group <= 4 ? launch_for_group<4>(grid, smem, stream, q, k_cache, v_cache, out, k)
+                         : launch_for_group<8>(grid, smem, stream, q, k_cache, v_cache, out, k);
+  return true;
+}
+
+} // namespace wo::kernels::detail
