@@ -66,14 +66,16 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       cuda_ok(kernels::rms_norm(b.x, f32_data(w.attn_norm), b.h, m, E, hp.norm_eps, s), "attn_norm", il);
       ops.linear_multi(3, qkv_w, b.h, qkv_y, m);
     }
-    if (inst.fused) { // biases, RoPE and the cache write in one pass: the same float ops, 5 launches fewer
+    ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
+    ap.sinks = f32_data(w.attn_sinks);
+    if (inst.fused) { // biases, RoPE, the cache write and (one token) attention in one pass: the same float ops
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;
       a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
       a.k_cache = k_cache(inst, il), a.v_cache = v_cache(inst, il);
       a.positions = b.positions;
       a.n_heads = H, a.n_kv_heads = Hkv, a.head_dim = hd;
-      cuda_ok(kernels::rope_kv_write(a, m, rp, s), "q/k/v bias + rope + kv write", il);
+      cuda_ok(kernels::rope_kv_attention(a, rp, b.attn, ap, s), "q/k/v bias + rope + kv write + attention", il);
     } else {
       cuda_ok(kernels::add_bias(b.q, f32_data(w.attn_q_b), m, Q, s), "attn_q bias", il);
       cuda_ok(kernels::add_bias(b.k, f32_data(w.attn_k_b), m, KV, s), "attn_k bias", il);
@@ -83,10 +85,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       cuda_ok(kernels::kv_write(b.k, b.v, k_cache(inst, il), v_cache(inst, il), pos0, m, Hkv, hd, s, 0,
                                 b.positions),
               "kv_write", il);
+      cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     }
-    ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
-    ap.sinks = f32_data(w.attn_sinks);
-    cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     float *const x_out[1] = {b.x};
     if (fold &&
         ops.linear_fused(1, &w.attn_output, b.attn, x_out, wo::fusion_residual(f32_data(w.attn_output_b)))) {

@@ -358,7 +358,8 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       a.k_cache = kc, a.v_cache = vc;
       a.positions = positions;
       a.n_heads = hp_.n_head, a.n_kv_heads = hp_.n_head_kv, a.head_dim = hp_.head_dim;
-      cuda(k::rope_kv_write(a, n, rp, st), "bias + rope + kv write", il);
+      // One token: the attention kernel rotates q and writes the new cache rows itself (one launch).
+      cuda(k::rope_kv_attention(a, rp, b.att, ap, st), "bias + rope + kv write + attention", il);
     } else {
       if (q_bias) cuda(k::add_bias(q, q_bias, n, QD, st, q_stride), "q bias", il);
       if (k_bias) cuda(k::add_bias(kk, k_bias, n, KVD, st, kv_stride), "k bias", il);
@@ -367,8 +368,8 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       cuda(k::rope(kk, n, hp_.n_head_kv, hp_.head_dim, positions, rp, st, kv_stride), "rope k", il);
       cuda(k::kv_write(kk, v, kc, vc, pos, n, hp_.n_head_kv, hp_.head_dim, st, kv_stride, positions),
            "kv write", il);
+      cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
     }
-    cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
     residual_linear(L.o, L.o_bias, b.att, n, il);
 
     // Feed-forward block: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x) * ffn_norm.

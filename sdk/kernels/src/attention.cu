@@ -233,16 +233,21 @@ int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t he
          std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (4 + head_dim);
 }
 
-cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
-                      const AttentionParams &p, cudaStream_t stream) {
+namespace {
+
+bool attention_args_ok(const float *q, const __half *k_cache, const __half *v_cache, const float *out,
+                       const AttentionParams &p) {
   const int64_t q_row = static_cast<int64_t>(p.n_heads) * p.head_dim;
-  if (!q || !k_cache || !v_cache || !out || q == out || p.n_tokens < 0 || p.n_tokens > 0x7fffffff ||
-      p.pos0 < 0 || p.n_kv < 0 || p.n_heads <= 0 || p.n_heads > 65535 || p.n_kv_heads <= 0 ||
-      p.n_heads % p.n_kv_heads != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim || p.window < 0 ||
-      (p.q_stride != 0 && p.q_stride < q_row) || (p.out_stride != 0 && p.out_stride < q_row) ||
-      p.workspace_floats < 0)
-    return cudaErrorInvalidValue;
-  if (p.n_tokens == 0) return cudaSuccess;
+  return q && k_cache && v_cache && out && q != out && p.n_tokens >= 0 && p.n_tokens <= 0x7fffffff &&
+         p.pos0 >= 0 && p.n_kv >= 0 && p.n_heads > 0 && p.n_heads <= 65535 && p.n_kv_heads > 0 &&
+         p.n_heads % p.n_kv_heads == 0 && p.head_dim > 0 && p.head_dim <= kMaxHeadDim && p.window >= 0 &&
+         (p.q_stride == 0 || p.q_stride >= q_row) && (p.out_stride == 0 || p.out_stride >= q_row) &&
+         p.workspace_floats >= 0;
+}
+
+// The kernels' constants for a checked call; state_floats: the workspace's room for partial states.
+AttnConsts attention_consts(const AttentionParams &p, int64_t &state_floats) {
+  const int64_t q_row = static_cast<int64_t>(p.n_heads) * p.head_dim;
   AttnConsts k{};
   k.pos0 = p.pos0;
   k.n_kv = p.n_kv;
@@ -261,7 +266,18 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   const bool has_ws = p.workspace && p.workspace_floats > counter_floats;
   k.counters = has_ws ? reinterpret_cast<unsigned *>(p.workspace) : nullptr;
   k.ws = has_ws ? p.workspace + counter_floats : nullptr;
-  const int64_t state_floats = has_ws ? p.workspace_floats - counter_floats : 0;
+  state_floats = has_ws ? p.workspace_floats - counter_floats : 0;
+  return k;
+}
+
+} // namespace
+
+cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+                      const AttentionParams &p, cudaStream_t stream) {
+  if (!attention_args_ok(q, k_cache, v_cache, out, p)) return cudaErrorInvalidValue;
+  if (p.n_tokens == 0) return cudaSuccess;
+  int64_t state_floats = 0;
+  AttnConsts k = attention_consts(p, state_floats);
   cudaError_t decoded = cudaSuccess;
   if (detail::attention_decode(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
     return decoded;
@@ -273,6 +289,32 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   if (e != cudaSuccess || k.n_splits == 1) return e;
   const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
   return detail::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
+}
+
+cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out, const AttentionParams &p,
+                              cudaStream_t stream) {
+  AttentionParams ap = p;
+  ap.q_stride = a.q_stride; // attention reads the q that rope_kv_write rotates
+  const int64_t q_row = static_cast<int64_t>(a.n_heads) * a.head_dim;
+  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
+  detail::RopeConsts rc{};
+  const bool one_step = ap.n_tokens == 1 && ap.causal && a.q && a.k && a.v && a.k_cache && a.v_cache &&
+                        a.positions && a.n_heads == ap.n_heads && a.n_kv_heads == ap.n_kv_heads &&
+                        a.head_dim == ap.head_dim && (a.kv_stride == 0 || a.kv_stride >= kv_row) &&
+                        attention_args_ok(a.q, a.k_cache, a.v_cache, out, ap) &&
+                        detail::make_rope_consts(rp, a.n_heads, a.head_dim, a.q_stride ? a.q_stride : q_row, rc);
+  if (one_step) {
+    int64_t state_floats = 0;
+    AttnConsts k = attention_consts(ap, state_floats);
+    k.positions = a.positions; // the RoPE positions and cache rows; n_kv follows them
+    k.fresh_on = true;
+    k.fresh = detail::FreshQkv{a.k,       a.v,       a.q_bias, a.k_bias, a.v_bias, a.kv_stride ? a.kv_stride : kv_row,
+                               a.k_cache, a.v_cache, rc};
+    cudaError_t e = cudaSuccess;
+    if (detail::attention_decode(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;
+  }
+  const cudaError_t e = rope_kv_write(a, ap.n_tokens, rp, stream);
+  return e != cudaSuccess ? e : attention(a.q, a.k_cache, a.v_cache, out, ap, stream);
 }
 
 } // namespace wo::kernels

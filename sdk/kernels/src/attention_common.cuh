@@ -4,6 +4,7 @@
 #pragma once
 
 #include "launch.cuh"
+#include "rope_math.cuh"
 
 #include <cuda_fp16.h>
 
@@ -16,6 +17,16 @@ constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many
 constexpr int kMaxSplits = 64;
 constexpr int64_t kMinKeysPerSplit = 64;
 
+// A decode step's fresh q/k/v (rope_kv_attention): the decode kernel adds the biases and rotates
+// the queries as it loads them, and the block whose keys end at the new position writes that
+// position's K and V rows (rope_kv_write's arithmetic) before it reads its keys.
+struct FreshQkv {
+  const float *k, *v, *q_bias, *k_bias, *v_bias;
+  int64_t kv_stride;
+  __half *k_cache, *v_cache;
+  RopeConsts rope;
+};
+
 struct AttnConsts {
   int64_t pos0, n_kv, window, q_stride, out_stride;
   int32_t n_heads, n_kv_heads, head_dim, n_splits;
@@ -25,6 +36,8 @@ struct AttnConsts {
   const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
   float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
   unsigned *counters;       // [kMaxSplitTokens][n_kv_heads]: finished splits (decode kernel), zero between calls
+  bool fresh_on;            // decode kernel only: q is unrotated and the new K/V row is `fresh`'s to write
+  FreshQkv fresh;
 };
 
 // Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16

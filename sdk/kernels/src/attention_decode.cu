@@ -70,6 +70,27 @@ __device__ inline void unpack8(const uint4 raw, float f[8]) {
   }
 }
 
+// The new position's K row (bias, RoPE) and V row (bias) of KV head kvh into the cache, by the
+// block whose keys end there; the barrier makes them visible to its own loads that follow.
+__device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t kvh) {
+  const FreshQkv &f = k.fresh;
+  const int32_t hd = k.head_dim, pos = k.positions[t];
+  const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd, head = static_cast<int64_t>(kvh) * hd;
+  const float *ks = f.k + t * f.kv_stride + head, *vs = f.v + t * f.kv_stride + head;
+  __half *kd = f.k_cache + pos * kv_row + head, *vd = f.v_cache + pos * kv_row + head;
+  for (int i = threadIdx.x; i < hd / 2; i += blockDim.x) {
+    int32_t da, db;
+    rope_pair_dims(f.rope, i, da, db);
+    float x0 = ks[da], x1 = ks[db];
+    bias_rotate_pair(f.rope, pos, i, f.k_bias ? f.k_bias + head : nullptr, da, db, x0, x1);
+    kd[da] = __float2half_rn(x0), kd[db] = __float2half_rn(x1);
+    float v0 = vs[2 * i], v1 = vs[2 * i + 1];
+    if (f.v_bias) v0 += f.v_bias[head + 2 * i], v1 += f.v_bias[head + 2 * i + 1];
+    vd[2 * i] = __float2half_rn(v0), vd[2 * i + 1] = __float2half_rn(v1);
+  }
+  __syncthreads();
+}
+
 // kG: the largest group this instance serves (registers: a group of 1 needs an eighth of 8's);
 // kPairs: half2 per lane per 64 dimensions, head_dim <= 64 * kPairs.
 template <int kG, int kPairs>
@@ -95,6 +116,8 @@ __global__ void __launch_bounds__(kThreads)
   const __half *kb = kc + static_cast<int64_t>(kvh) * hd, *vb = vc + static_cast<int64_t>(kvh) * hd;
   const int n_chunks = hd / 8;
   const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
+
+  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t, kvh);
 
   float acc[kG][2 * kPairs];
 #pragma unroll
@@ -124,8 +147,22 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (base == r.lo) {
       const float *qt = q + t * k.q_stride + static_cast<int64_t>(h0) * hd; // the group's heads are adjacent
-      for (int i = tid; i < G * hd; i += kThreads)
-        q_s[i] = qt[i] * k.scale;
+      if (k.fresh_on) { // bias and RoPE on the way in (rope_kv_write's arithmetic, then the scale)
+        const int32_t pairs = hd / 2, pos = k.positions[t];
+        for (int i = tid; i < G * pairs; i += kThreads) {
+          const int g = i / pairs, pi = i - g * pairs;
+          int32_t da, db;
+          rope_pair_dims(k.fresh.rope, pi, da, db);
+          float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
+          bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da,
+                           db, x0, x1);
+          q_s[g * hd + da] = x0 * k.scale;
+          q_s[g * hd + db] = x1 * k.scale;
+        }
+      } else {
+        for (int i = tid; i < G * hd; i += kThreads)
+          q_s[i] = qt[i] * k.scale;
+      }
       if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
       __syncthreads();
     }

@@ -30,13 +30,7 @@ __global__ void rope_kv_write_kernel(QkvRopeCache a, int64_t n_tokens, detail::R
                               : a.k + t * a.kv_stride + static_cast<int64_t>(h) * hd;
       const float *bias = is_q ? a.q_bias : a.k_bias;
       float x0 = src[da], x1 = src[db];
-      if (bias) x0 += bias[h * hd + da], x1 += bias[h * hd + db];
-      if (i < k.n_dims / 2) {
-        float c, s;
-        detail::rope_cos_sin(k, a.positions[t], i, c, s);
-        const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-        x0 = r0, x1 = r1;
-      }
+      detail::bias_rotate_pair(k, a.positions[t], i, bias ? bias + h * hd : nullptr, da, db, x0, x1);
       if (is_q) {
         float *dst = a.q + t * a.q_stride + static_cast<int64_t>(h) * hd;
         dst[da] = x0, dst[db] = x1;

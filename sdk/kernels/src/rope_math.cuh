@@ -81,4 +81,18 @@ __device__ inline void rope_pair_dims(const RopeConsts &k, int32_t i, int32_t &a
   }
 }
 
+// Bias, then the rotation of pair i (only pairs below n_dims / 2 rotate) at position pos: the
+// one expression of the fused rope + cache kernel and the decode attention that rotates its
+// queries as it loads them, so both give the same bits.
+__device__ inline void bias_rotate_pair(const RopeConsts &k, int32_t pos, int32_t i, const float *bias, int32_t da,
+                                        int32_t db, float &x0, float &x1) {
+  if (bias) x0 += bias[da], x1 += bias[db];
+  if (i < k.n_dims / 2) {
+    float c, s;
+    rope_cos_sin(k, pos, i, c, s);
+    const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+    x0 = r0, x1 = r1;
+  }
+}
+
 } // namespace wo::kernels::detail

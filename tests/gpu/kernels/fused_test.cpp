@@ -1,8 +1,12 @@
-// Fused kernels vs CPU references: add + RMSNorm, and bias + RoPE + FP16 KV-cache write.
+// Fused kernels vs CPU references: add + RMSNorm, and bias + RoPE + FP16 KV-cache write; the
+// decode step's bias + RoPE + cache write + attention in one launch vs the two kernels.
 #include "device_buffer.hpp"
 #include "rope_ref.hpp"
 
 #include <worker/kernels.hpp>
+
+#include <cstring>
+#include <string>
 
 namespace wo::kernels::test {
 namespace {
@@ -115,6 +119,87 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
     EXPECT_TRUE(close(to_float(kc.download()), ref_k, 2e-3, 1e-3)) << c.name << " K cache seed " << seed;
     EXPECT_TRUE(close(to_float(vc.download()), ref_v, 2e-3, 1e-3)) << c.name << " V cache seed " << seed;
   }
+}
+
+// One decode step: rope_kv_attention (one launch where the decode kernel serves it) against
+// rope_kv_write then attention, from the same cache and fresh q/k/v: the same output and cache bits.
+TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Step {
+    const char *name;
+    int32_t n_heads, n_kv_heads, head_dim, rope_dims;
+    RopeMode mode;
+    bool fused_rows, biases, yarn, sinks;
+    int64_t window;
+  };
+  const Step steps[] = {
+      {"qwen2.5 14:2 neox + biases", 14, 2, 64, 0, RopeMode::Neox, true, true, false, false, 0},
+      {"phi-3 32:32 hd96 partial rotation", 32, 32, 96, 32, RopeMode::Neox, true, false, false, false, 0},
+      {"gpt-oss 64:8 yarn + biases + sinks", 64, 8, 64, 0, RopeMode::Neox, false, true, true, true, 0},
+      {"gpt-oss sliding 128", 64, 8, 64, 0, RopeMode::Neox, false, true, true, true, 128},
+      {"llama 32:8 hd128 norm", 32, 8, 128, 0, RopeMode::Norm, false, false, false, false, 0},
+  };
+  for (const Step &c : steps)
+    for (const int32_t pos : {0, 5, 700, 2047}) {
+      const std::string what = std::string(c.name) + " at position " + std::to_string(pos);
+      const int64_t HD = c.head_dim, QD = c.n_heads * HD, KVD = c.n_kv_heads * HD, n_ctx = 2048;
+      const int64_t row = c.fused_rows ? QD + 2 * KVD : 0;
+      auto buf = randn(QD + 2 * KVD, rng);
+      auto qb = randn(QD, rng, 0.3f), kb = randn(KVD, rng, 0.3f), vb = randn(KVD, rng, 0.3f);
+      auto sinks = randn(c.n_heads, rng);
+      std::vector<__half> cache(n_ctx * KVD);
+      for (auto &h : cache)
+        h = __float2half(std::normal_distribution<float>(0.0f, 1.0f)(rng));
+      RopeParams rp;
+      rp.mode = c.mode;
+      rp.n_dims = c.rope_dims;
+      if (c.yarn) rp.freq_base = 150000.0f, rp.freq_scale = 1.0f / 32, rp.ext_factor = 1.0f, rp.n_ctx_orig = 4096;
+      DeviceBuffer<int32_t> dpos(std::vector<int32_t>{pos});
+      DeviceBuffer<float> dqb(qb), dkb(kb), dvb(vb), dsinks(sinks);
+      const int64_t ws_floats = attention_workspace_floats(1, c.n_heads, c.head_dim);
+      std::vector<float> outs[2];
+      std::vector<__half> k_after[2], v_after[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        DeviceBuffer<float> dbuf(buf), out(QD), ws(ws_floats);
+        DeviceBuffer<__half> kc(cache), vc(cache);
+        ASSERT_EQ(cudaMemset(ws.get(), 0, ws_floats * sizeof(float)), cudaSuccess);
+        QkvRopeCache a;
+        a.q = dbuf.get(), a.k = dbuf.get() + QD, a.v = dbuf.get() + QD + KVD;
+        a.q_stride = row, a.kv_stride = row;
+        if (c.biases) a.q_bias = dqb.get(), a.k_bias = dkb.get(), a.v_bias = dvb.get();
+        a.k_cache = kc.get(), a.v_cache = vc.get();
+        a.positions = dpos.get();
+        a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
+        AttentionParams ap;
+        ap.n_tokens = 1, ap.pos0 = n_ctx - 1, ap.n_kv = n_ctx; // bounds, as a captured decode step has them
+        ap.n_heads = c.n_heads, ap.n_kv_heads = c.n_kv_heads, ap.head_dim = c.head_dim;
+        ap.scale = 1.0f / std::sqrt(float(c.head_dim));
+        ap.window = c.window;
+        ap.sinks = c.sinks ? dsinks.get() : nullptr;
+        ap.q_stride = row;
+        ap.workspace = ws.get(), ap.workspace_floats = ws_floats;
+        ap.positions = dpos.get();
+        if (fused) {
+          ASSERT_EQ(rope_kv_attention(a, rp, out.get(), ap, nullptr), cudaSuccess) << what;
+        } else {
+          ASSERT_EQ(rope_kv_write(a, 1, rp, nullptr), cudaSuccess) << what;
+          ASSERT_EQ(attention(a.q, a.k_cache, a.v_cache, out.get(), ap, nullptr), cudaSuccess) << what;
+        }
+        outs[fused] = out.download();
+        k_after[fused] = kc.download();
+        v_after[fused] = vc.download();
+      }
+      EXPECT_EQ(outs[1], outs[0]) << what << " output, seed " << seed;
+      const auto bits = [](const std::vector<__half> &h) {
+        std::vector<uint16_t> b(h.size());
+        std::memcpy(b.data(), h.data(), h.size() * sizeof(__half));
+        return b;
+      };
+      EXPECT_EQ(bits(k_after[1]), bits(k_after[0])) << what << " K cache, seed " << seed;
+      EXPECT_EQ(bits(v_after[1]), bits(v_after[0])) << what << " V cache, seed " << seed;
+    }
 }
 
 } // namespace

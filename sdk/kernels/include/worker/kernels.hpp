@@ -188,6 +188,13 @@ int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t he
 cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cache, float *out,
                       const AttentionParams &p, cudaStream_t stream);
 
+// rope_kv_write(a, p.n_tokens, rp) then attention(a.q, a.k_cache, a.v_cache, out, p) with q read
+// at a.q_stride: for one causal query that the decode kernel serves, one launch that rotates the
+// queries as it loads them (a.q is left unrotated) and writes the new K/V rows from the block that
+// reads them; otherwise the two kernels. The same output bits and cache contents either way.
+cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out, const AttentionParams &p,
+                              cudaStream_t stream);
+
 // ---- mixture of experts (gpt-oss) --------------------------------------------------------------
 
 // Per row: pick the k largest logits (ties: lower index), write their ids in descending order,
