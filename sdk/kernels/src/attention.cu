@@ -1,12 +1,12 @@
-// Attention over the FP16 KV cache, one kernel family for prefill and decode.
+// Attention over the FP16 KV cache: the entry points, and the general kernel for the shapes the
+// grouped kernel (attention_grouped.cu, prefill and decode) does not take: GQA groups above 8
+// heads, head_dim not a multiple of 8, unaligned buffers, or WORKER_ATTN_GROUPED=0.
 //
-// One block per (query token, head, key split); its warps split the block's keys and each keeps an
+// General kernel: one block per (query token, head, key split); its warps split the block's keys and each keeps an
 // online softmax (running max m, denominator l, weighted value sum acc), so scores never need a
 // buffer of n_kv floats. The warps' states are merged in the block. With one split the block
 // writes the output; with several (decode: few queries, long context, flash-decoding) each block
 // writes its partial state to the workspace and a second kernel merges the splits.
-// Decode calls that fit it (GQA groups up to 8 heads, head_dim a multiple of 8) take the decode
-// kernel instead (attention_decode.cu): one block per KV head and split, merged by the last split.
 #include "attention_common.cuh"
 
 #include <worker/kernels.hpp>
@@ -227,7 +227,7 @@ int32_t choose_splits(const AttentionParams &p, int64_t state_floats) {
 
 int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim) {
   if (n_tokens <= 0 || n_heads <= 0 || head_dim <= 0) return 0;
-  // Per state the decode kernel's acc[head_dim], m, l padded to 16 bytes (the general kernel's
+  // Per state the grouped kernel's acc[head_dim], m, l padded to 16 bytes (the general kernel's
   // m, l, acc[head_dim] fit in it).
   return detail::attn_counter_floats(n_heads) +
          std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (4 + head_dim);
@@ -261,7 +261,7 @@ AttnConsts attention_consts(const AttentionParams &p, int64_t &state_floats) {
   k.causal = p.causal;
   k.sinks = p.sinks;
   k.positions = p.positions;
-  // Workspace: the decode kernel's split counters, then the partial states.
+  // Workspace: the grouped kernel's split counters, then the partial states.
   const int64_t counter_floats = detail::attn_counter_floats(p.n_heads);
   const bool has_ws = p.workspace && p.workspace_floats > counter_floats;
   k.counters = has_ws ? reinterpret_cast<unsigned *>(p.workspace) : nullptr;
@@ -279,7 +279,7 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   int64_t state_floats = 0;
   AttnConsts k = attention_consts(p, state_floats);
   cudaError_t decoded = cudaSuccess;
-  if (detail::attention_decode(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
+  if (detail::attention_grouped(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
     return decoded;
   k.n_splits = choose_splits(p, state_floats);
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
@@ -311,7 +311,7 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
     k.fresh = detail::FreshQkv{a.k,       a.v,       a.q_bias, a.k_bias, a.v_bias, a.kv_stride ? a.kv_stride : kv_row,
                                a.k_cache, a.v_cache, rc};
     cudaError_t e = cudaSuccess;
-    if (detail::attention_decode(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;
+    if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;
   }
   const cudaError_t e = rope_kv_write(a, ap.n_tokens, rp, stream);
   return e != cudaSuccess ? e : attention(a.q, a.k_cache, a.v_cache, out, ap, stream);

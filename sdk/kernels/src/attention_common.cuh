@@ -1,5 +1,5 @@
 // What the two attention kernels (attention.cu: one block per query head, any shape;
-// attention_decode.cu: one block per KV head and key split, decode) share: the launch constants,
+// attention_grouped.cu: one block per KV head's group of heads, queries and key split) share: the launch constants,
 // the workspace layout, and which keys a (query, split) block sees.
 #pragma once
 
@@ -17,7 +17,7 @@ constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many
 constexpr int kMaxSplits = 64;
 constexpr int64_t kMinKeysPerSplit = 64;
 
-// A decode step's fresh q/k/v (rope_kv_attention): the decode kernel adds the biases and rotates
+// A decode step's fresh q/k/v (rope_kv_attention): the grouped kernel adds the biases and rotates
 // the queries as it loads them, and the block whose keys end at the new position writes that
 // position's K and V rows (rope_kv_write's arithmetic) before it reads its keys.
 struct FreshQkv {
@@ -35,8 +35,10 @@ struct AttnConsts {
   const float *sinks;
   const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
   float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
-  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads]: finished splits (decode kernel), zero between calls
-  bool fresh_on;            // decode kernel only: q is unrotated and the new K/V row is `fresh`'s to write
+  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads]: finished splits (grouped kernel), zero between calls
+  int64_t n_tokens;         // grouped kernel: the call's queries
+  int32_t queries_per_block; // grouped kernel: consecutive queries a block serves (1 with splits)
+  bool fresh_on;            // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
   FreshQkv fresh;
 };
 
@@ -74,11 +76,11 @@ __device__ inline KeyRange visible_keys(const AttnConsts &k, int64_t t, int32_t 
   return r;
 }
 
-// Decode kernel (attention_decode.cu): launches it and returns true when it serves this call
+// Grouped kernel (attention_grouped.cu): launches it and returns true when it serves this call
 // (few queries, a GQA group of at most 8 heads, head_dim a multiple of 8, 16-byte aligned caches,
 // output rows and workspace); false leaves the call to the general kernel.
 // state_floats: the workspace's room for partial states (after the counters).
-bool attention_decode(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+bool attention_grouped(const float *q, const __half *k_cache, const __half *v_cache, float *out,
                       const AttnConsts &k, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
                       cudaError_t *status);
 

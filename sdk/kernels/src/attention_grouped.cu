@@ -1,16 +1,21 @@
-// Decode attention: one block per (query, KV head, key split) serves every query head of the KV
-// head's group, so each key and value row is read once per group instead of once per head
-// (Qwen2.5 shares a KV head among 7 query heads, gpt-oss among 8), and threads work on keys
-// instead of one key's dimensions (the general kernel spends a 5-shuffle reduction per key).
+// Grouped attention, the kernel for decode and prefill alike: one block per (query tile, KV head,
+// key split) serves every query head of the KV head's group, so each key and value row is read
+// once per group instead of once per head (Qwen2.5 shares a KV head among 7 query heads, gpt-oss
+// among 8), and threads work on keys instead of one key's dimensions (the general kernel in
+// attention.cu spends a 5-shuffle reduction per key). A block holds up to 8 rows (query, head):
+// decode's group of heads; without key splits (prefill) as many consecutive queries as fill the
+// rows, so a group of 1 (Phi-3) shares each key tile among 8 queries.
 //
-// Keys come in tiles of 64:
-//   scores   two threads per key, 8 dimensions (one 16-byte load) at a time, every head of the group;
-//   softmax  one warp per head: the tile's max joins the running max, probabilities replace scores;
+// Keys come in tiles of 64, all of a tile's loads issued before its math:
+//   scores   two threads per key, 8 dimensions (one 16-byte load) at a time, every row; keys a
+//            row's query does not see (causal, window) score -inf;
+//   softmax  one warp per row: the tile's max joins the running max, probabilities replace scores;
 //   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
 // The four warps' value sums are added in warp order. With one split the block writes the output.
-// With several, each writes its partial state (m, l, acc) to the workspace and the last split to
-// finish (a counter per query and KV head, which that block resets to zero) merges the states in
-// split order: the bits do not depend on which split finished last, and no merge kernel runs.
+// With several (decode), each writes its partial state (m, l, acc) to the workspace and the last
+// split to finish (a counter per query and KV head, which that block resets to zero) merges the
+// states in split order: the bits do not depend on which split finished last, and no merge kernel
+// runs.
 #include "attention_common.cuh"
 
 #include <algorithm>
@@ -59,7 +64,7 @@ template <int kG> __device__ inline void load_probs(const float *p, float (&pg)[
 }
 
 // Floats per partial state: acc[hd], m, l, padded to 16 bytes.
-__host__ __device__ inline int64_t decode_state_floats(int32_t hd) { return hd + 4; }
+__host__ __device__ inline int64_t split_state_floats(int32_t hd) { return hd + 4; }
 
 __device__ inline void unpack8(const uint4 raw, float f[8]) {
   const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
@@ -91,24 +96,32 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
   __syncthreads();
 }
 
-// kG: the largest group this instance serves (registers: a group of 1 needs an eighth of 8's);
-// kPairs: half2 per lane per 64 dimensions, head_dim <= 64 * kPairs.
-template <int kG, int kPairs>
+// A block serves rows (query t0 + r / G, head h0 + r % G) for r < R: the KV head's G query heads
+// for Q consecutive queries (Q > 1 only without key splits, i.e. prefill and workspace-less calls,
+// so that a group of 1 still fills a block). kR: the most rows this instance holds (registers: one
+// row needs an eighth of eight's); kPairs: half2 per lane per 64 dimensions, head_dim <= 64 kPairs.
+template <int kR, int kPairs>
 __global__ void __launch_bounds__(kThreads)
-    attention_decode_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+    attention_grouped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
   constexpr int kChunks = 4 * kPairs;            // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kDecWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
   __shared__ int is_last;
+  __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
   wo::pdl::enter();
-  const int64_t t = blockIdx.x;
   const int32_t kvh = blockIdx.y, split = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int32_t hd = k.head_dim, G = k.n_heads / k.n_kv_heads, h0 = kvh * G;
-  const KeyRange r = visible_keys(k, t, split, gridDim.x);
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * k.queries_per_block;
+  const int32_t R = static_cast<int32_t>(min(static_cast<int64_t>(k.queries_per_block), k.n_tokens - t0)) * G;
+  const KeyRange r = visible_keys(k, t0, split, k.n_tokens); // with several queries: one split
   if (split >= r.used) return; // a launched split past the real keys' share
+  if (tid < R) {
+    const KeyRange rr = visible_keys(k, t0 + tid / G, split, k.n_tokens);
+    row_lo[tid] = rr.lo, row_hi[tid] = rr.hi;
+  }
 
-  const SmemLayout L = smem_layout(G, hd);
+  const SmemLayout L = smem_layout(R, hd);
   float *sm = reinterpret_cast<float *>(dyn_smem);
   float *q_s = sm + L.q, *p_s = sm + L.p, *e_s = sm + L.e, *red_s = sm + L.red;
   float *m_s = sm + L.stat, *l_s = m_s + kMaxGroup, *c_s = l_s + kMaxGroup, *inv_s = c_s + kMaxGroup;
@@ -117,16 +130,37 @@ __global__ void __launch_bounds__(kThreads)
   const int n_chunks = hd / 8;
   const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
 
-  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t, kvh);
+  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh); // (one query, one row group)
+  __syncthreads(); // row_lo / row_hi
+  int64_t lo = row_lo[0], hi = row_hi[0]; // the union of the rows' keys
+  for (int i = G; i < R; i += G)
+    lo = min(lo, row_lo[i]), hi = max(hi, row_hi[i]);
 
-  float acc[kG][2 * kPairs];
+  if (k.fresh_on) { // bias and RoPE on the way in (rope_kv_write's arithmetic, then the scale); before
+                    // the tiles' loads, whose registers would otherwise be live across sinf/cosf
+    const float *qt = q + t0 * k.q_stride + static_cast<int64_t>(h0) * hd;
+    const int32_t pairs = hd / 2, pos = k.positions[t0];
+    for (int i = tid; i < G * pairs; i += kThreads) {
+      const int g = i / pairs, pi = i - g * pairs;
+      int32_t da, db;
+      rope_pair_dims(k.fresh.rope, pi, da, db);
+      float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
+      bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da, db,
+                       x0, x1);
+      q_s[g * hd + da] = x0 * k.scale;
+      q_s[g * hd + db] = x1 * k.scale;
+    }
+  }
+
+  float acc[kR][2 * kPairs];
 #pragma unroll
-  for (int g = 0; g < kG; ++g)
+  for (int g = 0; g < kR; ++g)
 #pragma unroll
     for (int i = 0; i < 2 * kPairs; ++i)
       acc[g][i] = 0.0f;
-  for (int64_t base = r.lo; base < r.hi; base += kTile) {
-    const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - base));
+#pragma unroll 1
+  for (int64_t base = lo; base < hi; base += kTile) {
+    const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), hi - base));
     // Every load of the tile first (one memory latency per tile): this thread's key chunks and its
     // warp's value rows; on the first tile also the queries.
     uint4 kraw[kChunks];
@@ -145,31 +179,22 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < kPairs; ++j)
         vraw[i][j] = kk < n_keys && 2 * lane + 64 * j < hd ? vrow[lane + 32 * j] : __floats2half2_rn(0.0f, 0.0f);
     }
-    if (base == r.lo) {
-      const float *qt = q + t * k.q_stride + static_cast<int64_t>(h0) * hd; // the group's heads are adjacent
-      if (k.fresh_on) { // bias and RoPE on the way in (rope_kv_write's arithmetic, then the scale)
-        const int32_t pairs = hd / 2, pos = k.positions[t];
-        for (int i = tid; i < G * pairs; i += kThreads) {
-          const int g = i / pairs, pi = i - g * pairs;
-          int32_t da, db;
-          rope_pair_dims(k.fresh.rope, pi, da, db);
-          float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
-          bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da,
-                           db, x0, x1);
-          q_s[g * hd + da] = x0 * k.scale;
-          q_s[g * hd + db] = x1 * k.scale;
+    if (base == lo) {
+      if (!k.fresh_on) {
+        const int32_t n_q = R / G, group_len = G * hd; // a query's group of heads is contiguous
+        for (int32_t qi = 0; qi < n_q; ++qi) {
+          const float *qt = q + (t0 + qi) * k.q_stride + static_cast<int64_t>(h0) * hd;
+          for (int i = tid; i < group_len; i += kThreads)
+            q_s[qi * group_len + i] = qt[i] * k.scale;
         }
-      } else {
-        for (int i = tid; i < G * hd; i += kThreads)
-          q_s[i] = qt[i] * k.scale;
       }
       if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
       __syncthreads();
     }
     { // Scores: key tid / 2; the pair's threads take alternate 8-dimension chunks.
-      float s[kG];
+      float s[kR];
 #pragma unroll
-      for (int g = 0; g < kG; ++g)
+      for (int g = 0; g < kR; ++g)
         s[g] = 0.0f;
 #pragma unroll
       for (int i = 0; i < kChunks; ++i) {
@@ -178,8 +203,8 @@ __global__ void __launch_bounds__(kThreads)
           float kf[8];
           unpack8(kraw[i], kf);
 #pragma unroll
-          for (int g = 0; g < kG; ++g)
-            if (g < G) {
+          for (int g = 0; g < kR; ++g)
+            if (g < R) {
               const float4 *qq = reinterpret_cast<const float4 *>(q_s + g * hd + 8 * c);
               const float4 a = qq[0], b = qq[1];
               s[g] += a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] +
@@ -188,25 +213,29 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
 #pragma unroll
-      for (int g = 0; g < kG; ++g)
+      for (int g = 0; g < kR; ++g)
         s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
-      if (half == 0)
+      if (half == 0) {
+        const int64_t j = base + kk_s;
 #pragma unroll
-        for (int g = 0; g < kG; ++g)
-          p_s[kk_s * kG + g] = kk_s < n_keys ? s[g] : -INFINITY;
+        for (int g = 0; g < kR; ++g)
+          p_s[kk_s * kR + g] = kk_s < n_keys && g < R && j >= row_lo[g] && j < row_hi[g] ? s[g] : -INFINITY;
+      }
     }
     __syncthreads();
-    // Softmax: warp w owns heads w and w + 4; every tile holds at least one key, so m_new is finite.
-    for (int g = warp; g < G; g += kDecWarps) {
-      const float a = p_s[lane * kG + g], b = p_s[(lane + 32) * kG + g];
+    // Softmax: warp w owns rows w and w + 4. A row may have no key in this tile (a query before
+    // the tile, or a window past it): then nothing changes (m_use keeps -inf - -inf out).
+    for (int g = warp; g < R; g += kDecWarps) {
+      const float a = p_s[lane * kR + g], b = p_s[(lane + 32) * kR + g];
       const float m_old = m_s[g];
       const float m_new = fmaxf(m_old, warp_max(fmaxf(a, b)));
-      const float pa = expf(a - m_new), pb = expf(b - m_new);
-      p_s[lane * kG + g] = pa;
-      p_s[(lane + 32) * kG + g] = pb;
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      const float pa = expf(a - m_use), pb = expf(b - m_use);
+      p_s[lane * kR + g] = pa;
+      p_s[(lane + 32) * kR + g] = pb;
       const float sum = warp_sum(pa + pb);
       if (lane == 0) {
-        const float corr = expf(m_old - m_new); // 0 on the first tile (m_old = -inf)
+        const float corr = expf(m_old - m_use); // 0 while the row has seen no key (m_old = -inf)
         c_s[g] = corr;
         l_s[g] = l_s[g] * corr + sum;
         m_s[g] = m_new;
@@ -216,8 +245,8 @@ __global__ void __launch_bounds__(kThreads)
     // Values: warp w takes keys w, w + 4, ...; lane the dimensions 2 lane + 64 j and the next
     // (rows past the tile's keys were loaded as zeros and have probability 0).
 #pragma unroll
-    for (int g = 0; g < kG; ++g)
-      if (g < G) {
+    for (int g = 0; g < kR; ++g)
+      if (g < R) {
         const float corr = c_s[g];
 #pragma unroll
         for (int i = 0; i < 2 * kPairs; ++i)
@@ -226,14 +255,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i) {
       const int kk = warp + kDecWarps * i;
-      float pg[kG];
-      load_probs<kG>(p_s + kk * kG, pg);
+      float pg[kR];
+      load_probs<kR>(p_s + kk * kR, pg);
 #pragma unroll
       for (int j = 0; j < kPairs; ++j) {
         const float2 v = __half22float2(vraw[i][j]);
 #pragma unroll
-        for (int g = 0; g < kG; ++g)
-          if (g < G) {
+        for (int g = 0; g < kR; ++g)
+          if (g < R) {
             acc[g][2 * j] += pg[g] * v.x;
             acc[g][2 * j + 1] += pg[g] * v.y;
           }
@@ -241,14 +270,14 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads(); // the next tile rewrites p_s and c_s
   }
-  if (r.lo >= r.hi) { // no visible keys (one split): the queries were never needed
+  if (lo >= hi) { // no visible keys (one split): the queries were never needed
     if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
     __syncthreads();
   }
 
 #pragma unroll
-  for (int g = 0; g < kG; ++g)
-    if (g < G)
+  for (int g = 0; g < kR; ++g)
+    if (g < R)
 #pragma unroll
       for (int j = 0; j < kPairs; ++j) {
         const int d = 2 * lane + 64 * j;
@@ -258,7 +287,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
   __syncthreads();
-  const int n_out = G * hd;
+  const int n_out = R * hd;
   const auto block_sum_at = [&](int i) {
     float a = red_s[i];
 #pragma unroll
@@ -269,21 +298,23 @@ __global__ void __launch_bounds__(kThreads)
 
   if (r.used == 1) { // the whole range: fold in the sink (a logit without a value) and normalize
     for (int i = tid; i < n_out; i += kThreads) {
-      const int g = i / hd, d = i - g * hd;
-      const float m = m_s[g], l = l_s[g];
-      float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
+      const int row = i / hd, d = i - row * hd;
+      const int32_t h = h0 + row % G;
+      const float m = m_s[row], l = l_s[row];
+      float big = k.sinks ? k.sinks[h] : -INFINITY;
       if (l > 0.0f) big = fmaxf(big, m);
       const float e = l > 0.0f ? expf(m - big) : 0.0f;
-      const float denom = (k.sinks ? expf(k.sinks[h0 + g] - big) : 0.0f) + l * e;
-      out[t * k.out_stride + static_cast<int64_t>(h0 + g) * hd + d] =
+      const float denom = (k.sinks ? expf(k.sinks[h] - big) : 0.0f) + l * e;
+      out[(t0 + row / G) * k.out_stride + static_cast<int64_t>(h) * hd + d] =
           denom > 0.0f ? block_sum_at(i) * e * (1.0f / denom) : 0.0f;
     }
     return;
   }
 
-  // Partial state of head h0 + g at split s: ws_t + (g S + s) kState = {acc[hd], m, l, -, -}
-  // (16-byte aligned rows, so the merge reads float4).
-  const int64_t state = decode_state_floats(hd);
+  // Several splits (one query: rows are the group's heads). Partial state of head h0 + g at
+  // split s: ws_t + (g S + s) state = {acc[hd], m, l, -, -} (16-byte rows: the merge reads float4).
+  const int64_t t = t0;
+  const int64_t state = split_state_floats(hd);
   float *ws_t = k.ws + (t * k.n_heads + h0) * static_cast<int64_t>(k.n_splits) * state;
   for (int i = tid; i < n_out; i += kThreads) {
     const int g = i / hd, d = i - g * hd;
@@ -351,18 +382,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kG>
-cudaError_t launch_for_group(dim3 grid, size_t smem, cudaStream_t stream, const float *q, const __half *kc,
-                             const __half *vc, float *out, const AttnConsts &k) {
-  const auto kernel = k.head_dim <= 64    ? attention_decode_kernel<kG, 1>
-                      : k.head_dim <= 128 ? attention_decode_kernel<kG, 2>
-                                          : attention_decode_kernel<kG, 4>;
+template <int kR>
+cudaError_t launch_for_rows(dim3 grid, size_t smem, cudaStream_t stream, const float *q, const __half *kc,
+                            const __half *vc, float *out, const AttnConsts &k) {
+  const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
+                      : k.head_dim <= 128 ? attention_grouped_kernel<kR, 2>
+                                          : attention_grouped_kernel<kR, 4>;
   return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
 }
 
-bool decode_enabled() {
+bool grouped_enabled() {
   static const bool on = [] {
-    const char *e = std::getenv("WORKER_ATTN_DECODE");
+    const char *e = std::getenv("WORKER_ATTN_GROUPED");
     return !(e && e[0] == '0' && e[1] == '\0');
   }();
   return on;
@@ -370,32 +401,39 @@ bool decode_enabled() {
 
 } // namespace
 
-bool attention_decode(const float *q, const __half *k_cache, const __half *v_cache, float *out,
+bool attention_grouped(const float *q, const __half *k_cache, const __half *v_cache, float *out,
                       const AttnConsts &k0, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
                       cudaError_t *status) {
   const int32_t group = k0.n_heads / k0.n_kv_heads;
   const auto aligned16 = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (n_tokens > kMaxSplitTokens || group > kMaxGroup || k0.head_dim % 8 != 0 || !aligned16(k_cache) ||
-      !aligned16(v_cache) || !aligned16(out) || k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) ||
-      !decode_enabled())
+  if (group > kMaxGroup || k0.head_dim % 8 != 0 || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out) ||
+      k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) || !grouped_enabled())
     return false;
   AttnConsts k = k0;
-  // Splits that fill the GPU with blocks of one KV head each, limited by the workspace; never by
-  // n_kv (see visible_keys).
+  k.n_tokens = n_tokens;
+  // Decode-sized calls: splits that fill the GPU with blocks of one KV head each, limited by the
+  // workspace; never by n_kv (see visible_keys).
   k.n_splits = 1;
-  if (k.ws && k.counters) {
+  if (k.ws && k.counters && n_tokens <= kMaxSplitTokens) {
     const int64_t blocks = n_tokens * k.n_kv_heads;
     int64_t s = std::min<int64_t>((kTargetBlocks + blocks - 1) / blocks, kMaxSplits);
-    s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * decode_state_floats(k.head_dim)));
+    s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
     k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
   }
-  const SmemLayout L = smem_layout(group, k.head_dim);
+  // Without splits a block takes as many consecutive queries as fill its eight rows (prefill: a
+  // group of 1 shares each key tile among 8 queries).
+  k.queries_per_block =
+      k.n_splits == 1 ? static_cast<int32_t>(std::min<int64_t>(std::max(1, kMaxGroup / group), n_tokens)) : 1;
+  const int32_t rows = k.queries_per_block * group;
+  const SmemLayout L = smem_layout(rows, k.head_dim);
   const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
-  const dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(k.n_kv_heads),
+  const int64_t n_blocks = (n_tokens + k.queries_per_block - 1) / k.queries_per_block;
+  if (n_blocks > 0x7fffffff) return false;
+  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads),
                   static_cast<unsigned>(k.n_splits));
-  *status = group == 1   ? launch_for_group<1>(grid, smem, stream, q, k_cache, v_cache, out, k)
-            : group <= 4 ? launch_for_group<4>(grid, smem, stream, q, k_cache, v_cache, out, k)
-                         : launch_for_group<8>(grid, smem, stream, q, k_cache, v_cache, out, k);
+  *status = rows == 1   ? launch_for_rows<1>(grid, smem, stream, q, k_cache, v_cache, out, k)
+            : rows <= 4 ? launch_for_rows<4>(grid, smem, stream, q, k_cache, v_cache, out, k)
+                        : launch_for_rows<8>(grid, smem, stream, q, k_cache, v_cache, out, k);
   return true;
 }
 
