@@ -101,8 +101,8 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
 // so that a group of 1 still fills a block). kR: the most rows this instance holds (registers: one
 // row needs an eighth of eight's); kPairs: half2 per lane per 64 dimensions, head_dim <= 64 kPairs.
 template <int kR, int kPairs>
-__global__ void __launch_bounds__(kThreads)
-    attention_grouped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+__device__ __forceinline__ void grouped_attention(const float *q, const __half *kc, const __half *vc, float *out,
+                                                  const AttnConsts &k) {
   constexpr int kChunks = 4 * kPairs;            // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kDecWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
@@ -382,13 +382,35 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Instances with 4+ rows and head_dim > 64 run held to 128 registers (4 blocks per SM): Phi-3's
+// prefill (8 rows of 96) took 168 and 3 blocks (2048-token prefill 11.7k -> 12.2k tok/s). Capping
+// the one-row decode instance the same way (80) cost Phi-3 decode 5-12% (its prefetch), and even
+// a bound of one block changes ptxas's choices, so the others get no bound at all.
+template <int kR, int kPairs>
+__global__ void __launch_bounds__(kThreads)
+    attention_grouped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+  grouped_attention<kR, kPairs>(q, kc, vc, out, k);
+}
+template <int kR, int kPairs>
+__global__ void __launch_bounds__(kThreads, 4)
+    attention_grouped_capped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+  grouped_attention<kR, kPairs>(q, kc, vc, out, k);
+}
+
 template <int kR>
 cudaError_t launch_for_rows(dim3 grid, size_t smem, cudaStream_t stream, const float *q, const __half *kc,
                             const __half *vc, float *out, const AttnConsts &k) {
-  const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
-                      : k.head_dim <= 128 ? attention_grouped_kernel<kR, 2>
-                                          : attention_grouped_kernel<kR, 4>;
-  return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+  if constexpr (kR >= 4) {
+    const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
+                        : k.head_dim <= 128 ? attention_grouped_capped_kernel<kR, 2>
+                                            : attention_grouped_capped_kernel<kR, 4>;
+    return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+  } else {
+    const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
+                        : k.head_dim <= 128 ? attention_grouped_kernel<kR, 2>
+                                            : attention_grouped_kernel<kR, 4>;
+    return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+  }
 }
 
 bool grouped_enabled() {
