@@ -35,9 +35,11 @@ struct AttnConsts {
   const float *sinks;
   const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
   float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
-  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads]: finished splits (grouped kernel), zero between calls
+  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads * head_parts]: finished splits (grouped kernel),
+                            // zero between calls
   int64_t n_tokens;         // grouped kernel: the call's queries
   int32_t queries_per_block; // grouped kernel: consecutive queries a block serves (1 with splits)
+  int32_t head_parts;       // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
   bool fresh_on;            // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
   FreshQkv fresh;
 };

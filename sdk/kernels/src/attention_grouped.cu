@@ -1,10 +1,11 @@
-// Grouped attention, the kernel for decode and prefill alike: one block per (query tile, KV head,
-// key split) serves every query head of the KV head's group, so each key and value row is read
-// once per group instead of once per head (Qwen2.5 shares a KV head among 7 query heads, gpt-oss
-// among 8), and threads work on keys instead of one key's dimensions (the general kernel in
-// attention.cu spends a 5-shuffle reduction per key). A block holds up to 8 rows (query, head):
-// decode's group of heads; without key splits (prefill) as many consecutive queries as fill the
-// rows, so a group of 1 (Phi-3) shares each key tile among 8 queries.
+// Grouped attention, the kernel for decode and prefill alike. A block holds up to 8 rows
+// (query, head) of one KV head and walks that head's keys once for all of them; threads work on
+// keys, not on one key's dimensions (the general kernel in attention.cu spends a 5-shuffle
+// reduction per key).
+//   prefill (no key splits): the KV head's whole group of heads, and as many consecutive queries as
+//     fill the rows, so every key tile serves up to 8 rows (Phi-3's group of 1: 8 queries);
+//   decode (key splits over the workspace): one query head per block (the group's blocks re-read
+//     its keys from L2; what decode waits on is a block's serial chain, see head_parts_for).
 //
 // Keys come in tiles of 64, all of a tile's loads issued before its math:
 //   scores   two threads per key, 8 dimensions (one 16-byte load) at a time, every row; keys a
@@ -13,9 +14,9 @@
 //   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
 // The four warps' value sums are added in warp order. With one split the block writes the output.
 // With several (decode), each writes its partial state (m, l, acc) to the workspace and the last
-// split to finish (a counter per query and KV head, which that block resets to zero) merges the
-// states in split order: the bits do not depend on which split finished last, and no merge kernel
-// runs.
+// split to finish (a counter per query and block row of heads, which that block resets to zero)
+// merges the states in split order: the bits do not depend on which split finished last, and no
+// merge kernel runs.
 #include "attention_common.cuh"
 
 #include <algorithm>
@@ -28,7 +29,9 @@ constexpr int kThreads = 128;
 constexpr int kDecWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxGroup = 8;        // query heads per KV head (instances for groups of 1, 4, 8)
-constexpr int64_t kTargetBlocks = 1056; // about eight blocks per SM of a 132-SM H100
+// About eight blocks per SM of a 132-SM H100. 2112 (more, shorter splits) measured slower on
+// GPT-OSS at depth 2048 (419 -> 398 tok/s) and no faster elsewhere.
+constexpr int64_t kTargetBlocks = 1056;
 static_assert(kTile == kMinKeysPerSplit, "a split's share is a whole number of tiles at the minimum");
 
 // Dynamic shared memory, in floats.
@@ -109,9 +112,13 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   __shared__ int is_last;
   __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
   wo::pdl::enter();
-  const int32_t kvh = blockIdx.y, split = blockIdx.z;
+  // blockIdx.y: part hp of KV head kvh's group of heads (decode: one head per part; prefill: the
+  // whole group). G: heads of this block.
+  const int32_t kvh = blockIdx.y / k.head_parts, hp = blockIdx.y % k.head_parts, split = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int32_t hd = k.head_dim, G = k.n_heads / k.n_kv_heads, h0 = kvh * G;
+  const int32_t hd = k.head_dim, group = k.n_heads / k.n_kv_heads;
+  const int32_t per_part = (group + k.head_parts - 1) / k.head_parts;
+  const int32_t h0 = kvh * group + hp * per_part, G = min(per_part, group - hp * per_part);
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * k.queries_per_block;
   const int32_t R = static_cast<int32_t>(min(static_cast<int64_t>(k.queries_per_block), k.n_tokens - t0)) * G;
   const KeyRange r = visible_keys(k, t0, split, k.n_tokens); // with several queries: one split
@@ -130,7 +137,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const int n_chunks = hd / 8;
   const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
 
-  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh); // (one query, one row group)
+  // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
+  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh);
   __syncthreads(); // row_lo / row_hi
   int64_t lo = row_lo[0], hi = row_hi[0]; // the union of the rows' keys
   for (int i = G; i < R; i += G)
@@ -325,7 +333,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   __threadfence(); // the state is visible to the merging block before the counter says so
   __syncthreads();
   if (tid == 0) {
-    unsigned *ctr = k.counters + t * k.n_kv_heads + kvh;
+    unsigned *ctr = k.counters + t * gridDim.y + blockIdx.y;
     is_last = atomicAdd(ctr, 1u) == static_cast<unsigned>(r.used - 1);
     if (is_last) atomicExch(ctr, 0u); // every split of this call has counted: ready for the next call
   }
@@ -421,6 +429,19 @@ bool grouped_enabled() {
   return on;
 }
 
+// Blocks per KV head's group in decode: one per query head. Each re-reads the group's keys (from
+// L2), but a block's serial chain (load, scores, softmax, values, merge) is what decode waits on:
+// H100 bench_suite, depth 0 / 2048, parts 1 -> 2 -> 4 -> 8 (group = 8 heads, Qwen2.5's 7 alike):
+// Qwen 1058/1039 -> 1114/1076 -> 1131/1076 -> 1177/1087, GPT-OSS 416/412 -> 431/424 -> 435/412
+// -> 441/419 tok/s. WORKER_ATTN_HEAD_PARTS=N sets N (A/B).
+int32_t head_parts_for(int32_t group) {
+  static const int32_t forced = [] {
+    const char *e = std::getenv("WORKER_ATTN_HEAD_PARTS");
+    return e ? std::max(0, std::min(kMaxGroup, std::atoi(e))) : 0;
+  }();
+  return forced > 0 ? forced : group;
+}
+
 } // namespace
 
 bool attention_grouped(const float *q, const __half *k_cache, const __half *v_cache, float *out,
@@ -436,8 +457,16 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   // Decode-sized calls: splits that fill the GPU with blocks of one KV head each, limited by the
   // workspace; never by n_kv (see visible_keys).
   k.n_splits = 1;
-  if (k.ws && k.counters && n_tokens <= kMaxSplitTokens) {
-    const int64_t blocks = n_tokens * k.n_kv_heads;
+  // Decode splits a group's heads over blocks (head_parts_for).
+  const bool splittable = k.ws && k.counters && n_tokens <= kMaxSplitTokens;
+  if (splittable) { // parts of ceil(group / parts) heads, none empty
+    const int32_t per = (group + std::min(group, head_parts_for(group)) - 1) / std::min(group, head_parts_for(group));
+    k.head_parts = (group + per - 1) / per;
+  } else {
+    k.head_parts = 1;
+  }
+  if (splittable) {
+    const int64_t blocks = n_tokens * k.n_kv_heads * k.head_parts;
     int64_t s = std::min<int64_t>((kTargetBlocks + blocks - 1) / blocks, kMaxSplits);
     s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
     k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
@@ -446,12 +475,12 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   // group of 1 shares each key tile among 8 queries).
   k.queries_per_block =
       k.n_splits == 1 ? static_cast<int32_t>(std::min<int64_t>(std::max(1, kMaxGroup / group), n_tokens)) : 1;
-  const int32_t rows = k.queries_per_block * group;
+  const int32_t rows = k.queries_per_block * ((group + k.head_parts - 1) / k.head_parts);
   const SmemLayout L = smem_layout(rows, k.head_dim);
   const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
   const int64_t n_blocks = (n_tokens + k.queries_per_block - 1) / k.queries_per_block;
   if (n_blocks > 0x7fffffff) return false;
-  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads),
+  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads * k.head_parts),
                   static_cast<unsigned>(k.n_splits));
   *status = rows == 1   ? launch_for_rows<1>(grid, smem, stream, q, k_cache, v_cache, out, k)
             : rows <= 4 ? launch_for_rows<4>(grid, smem, stream, q, k_cache, v_cache, out, k)
