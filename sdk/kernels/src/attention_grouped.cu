@@ -26,9 +26,9 @@ namespace wo::kernels::detail {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kDecWarps = kThreads / 32;
+constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
-constexpr int kMaxGroup = 8;        // query heads per KV head (instances for groups of 1, 4, 8)
+constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
 // About eight blocks per SM of a 132-SM H100. 2112 (more, shorter splits) measured slower on
 // GPT-OSS at depth 2048 (419 -> 398 tok/s) and no faster elsewhere.
 constexpr int64_t kTargetBlocks = 1056;
@@ -36,32 +36,32 @@ static_assert(kTile == kMinKeysPerSplit, "a split's share is a whole number of t
 
 // Dynamic shared memory, in floats.
 struct SmemLayout {
-  int q_len; // the group's queries, rounded up to whole float4
+  int q_len; // the rows' queries, rounded up to whole float4
   int q, p, stat, e, red, total;
 };
-__host__ __device__ inline SmemLayout smem_layout(int group, int hd) {
+__host__ __device__ inline SmemLayout smem_layout(int rows, int hd) {
   SmemLayout s;
-  s.q_len = (group * hd + 3) / 4 * 4;
+  s.q_len = (rows * hd + 3) / 4 * 4;
   s.q = 0;
-  s.p = s.q_len;                        // [kTile][kG]: scores, then probabilities (kG <= kMaxGroup)
-  s.stat = s.p + kTile * kMaxGroup;     // m, l, tile correction, merge 1/denominator: [4][kMaxGroup]
-  s.e = s.stat + 4 * kMaxGroup;         // [kMaxGroup][kMaxSplits]: the merge's per-split factors
-  s.red = s.e + kMaxGroup * kMaxSplits; // [kDecWarps][q_len]: the warps' value sums
-  s.total = s.red + kDecWarps * s.q_len;
+  s.p = s.q_len;                        // [kTile][kR]: scores, then probabilities (kR <= kMaxRows)
+  s.stat = s.p + kTile * kMaxRows;     // m, l, tile correction, merge 1/denominator: [4][kMaxRows]
+  s.e = s.stat + 4 * kMaxRows;         // [kMaxRows][kMaxSplits]: the merge's per-split factors
+  s.red = s.e + kMaxRows * kMaxSplits; // [kWarps][q_len]: the warps' value sums
+  s.total = s.red + kWarps * s.q_len;
   return s;
 }
 
-// One key's probabilities for the kG heads (float4 reads where they fit).
-template <int kG> __device__ inline void load_probs(const float *p, float (&pg)[kG]) {
-  if constexpr (kG % 4 == 0) {
+// One key's probabilities for the kR rows (float4 reads where they fit).
+template <int kR> __device__ inline void load_probs(const float *p, float (&pg)[kR]) {
+  if constexpr (kR % 4 == 0) {
 #pragma unroll
-    for (int i = 0; i < kG / 4; ++i) {
+    for (int i = 0; i < kR / 4; ++i) {
       const float4 v = reinterpret_cast<const float4 *>(p)[i];
       pg[4 * i] = v.x, pg[4 * i + 1] = v.y, pg[4 * i + 2] = v.z, pg[4 * i + 3] = v.w;
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < kG; ++i)
+    for (int i = 0; i < kR; ++i)
       pg[i] = p[i];
   }
 }
@@ -107,7 +107,7 @@ template <int kR, int kPairs>
 __device__ __forceinline__ void grouped_attention(const float *q, const __half *kc, const __half *vc, float *out,
                                                   const AttnConsts &k) {
   constexpr int kChunks = 4 * kPairs;            // 8-dimension chunks of a key per thread (of two)
-  constexpr int kKeysPerWarp = kTile / kDecWarps; // value rows per warp per tile
+  constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
   __shared__ int is_last;
   __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
@@ -131,7 +131,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const SmemLayout L = smem_layout(R, hd);
   float *sm = reinterpret_cast<float *>(dyn_smem);
   float *q_s = sm + L.q, *p_s = sm + L.p, *e_s = sm + L.e, *red_s = sm + L.red;
-  float *m_s = sm + L.stat, *l_s = m_s + kMaxGroup, *c_s = l_s + kMaxGroup, *inv_s = c_s + kMaxGroup;
+  float *m_s = sm + L.stat, *l_s = m_s + kMaxRows, *c_s = l_s + kMaxRows, *inv_s = c_s + kMaxRows;
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
   const __half *kb = kc + static_cast<int64_t>(kvh) * hd, *vb = vc + static_cast<int64_t>(kvh) * hd;
   const int n_chunks = hd / 8;
@@ -181,7 +181,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     __half2 vraw[kKeysPerWarp][kPairs];
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i) {
-      const int kk = warp + kDecWarps * i;
+      const int kk = warp + kWarps * i;
       const __half2 *vrow = reinterpret_cast<const __half2 *>(vb + (base + kk) * kv_row);
 #pragma unroll
       for (int j = 0; j < kPairs; ++j)
@@ -196,7 +196,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
             q_s[qi * group_len + i] = qt[i] * k.scale;
         }
       }
-      if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
+      if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
       __syncthreads();
     }
     { // Scores: key tid / 2; the pair's threads take alternate 8-dimension chunks.
@@ -233,7 +233,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     __syncthreads();
     // Softmax: warp w owns rows w and w + 4. A row may have no key in this tile (a query before
     // the tile, or a window past it): then nothing changes (m_use keeps -inf - -inf out).
-    for (int g = warp; g < R; g += kDecWarps) {
+    for (int g = warp; g < R; g += kWarps) {
       const float a = p_s[lane * kR + g], b = p_s[(lane + 32) * kR + g];
       const float m_old = m_s[g];
       const float m_new = fmaxf(m_old, warp_max(fmaxf(a, b)));
@@ -262,7 +262,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       }
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i) {
-      const int kk = warp + kDecWarps * i;
+      const int kk = warp + kWarps * i;
       float pg[kR];
       load_probs<kR>(p_s + kk * kR, pg);
 #pragma unroll
@@ -279,7 +279,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     __syncthreads(); // the next tile rewrites p_s and c_s
   }
   if (lo >= hi) { // no visible keys (one split): the queries were never needed
-    if (tid < kMaxGroup) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
+    if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
     __syncthreads();
   }
 
@@ -299,7 +299,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const auto block_sum_at = [&](int i) {
     float a = red_s[i];
 #pragma unroll
-    for (int w = 1; w < kDecWarps; ++w)
+    for (int w = 1; w < kWarps; ++w)
       a += red_s[w * L.q_len + i];
     return a;
   };
@@ -344,7 +344,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // Merge in split order. Per head: max over the non-empty states and the sink, factors
   // e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states
   // come from other SMs: L2 reads (__ldcg).
-  for (int g = warp; g < G; g += kDecWarps) {
+  for (int g = warp; g < G; g += kWarps) {
     const float *hg = ws_t + static_cast<int64_t>(g) * k.n_splits * state + hd;
     float ms[2], ls[2];
     float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
@@ -437,7 +437,7 @@ bool grouped_enabled() {
 int32_t head_parts_for(int32_t group) {
   static const int32_t forced = [] {
     const char *e = std::getenv("WORKER_ATTN_HEAD_PARTS");
-    return e ? std::max(0, std::min(kMaxGroup, std::atoi(e))) : 0;
+    return e ? std::max(0, std::min(kMaxRows, std::atoi(e))) : 0;
   }();
   return forced > 0 ? forced : group;
 }
@@ -449,7 +449,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
                       cudaError_t *status) {
   const int32_t group = k0.n_heads / k0.n_kv_heads;
   const auto aligned16 = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (group > kMaxGroup || k0.head_dim % 8 != 0 || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out) ||
+  if (group > kMaxRows || k0.head_dim % 8 != 0 || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out) ||
       k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) || !grouped_enabled())
     return false;
   AttnConsts k = k0;
@@ -474,7 +474,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   // Without splits a block takes as many consecutive queries as fill its eight rows (prefill: a
   // group of 1 shares each key tile among 8 queries).
   k.queries_per_block =
-      k.n_splits == 1 ? static_cast<int32_t>(std::min<int64_t>(std::max(1, kMaxGroup / group), n_tokens)) : 1;
+      k.n_splits == 1 ? static_cast<int32_t>(std::min<int64_t>(std::max(1, kMaxRows / group), n_tokens)) : 1;
   const int32_t rows = k.queries_per_block * ((group + k.head_parts - 1) / k.head_parts);
   const SmemLayout L = smem_layout(rows, k.head_dim);
   const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
