@@ -84,7 +84,8 @@ inline constexpr const char *INTERNAL = "INTERNAL";                   // anythin
 struct JobResult {
   bool ok = false;
   uint32_t tokens_in = 0;                          // prompt tokens
-  uint32_t tokens_out = 0;                         // tokens emitted through TokenSink::token
+  uint32_t tokens_out = 0;                         // tokens generated (the end event's tokens_out;
+                                                   // some have no token event of their own)
   StopReason stop_reason = StopReason::max_tokens; // when ok
   // When !ok:
   std::string error_code; // one of job_error::*

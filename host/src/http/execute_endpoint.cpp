@@ -108,11 +108,16 @@ void stream_job(ServerContext &ctx, Exchange &ex, JobRequest &req, uint32_t toke
     result.error_message = "backend reported failure without an error code";
   }
   if (result.tokens_in == 0) result.tokens_in = tokens_in;
+  // tokens_out counts generated tokens, not token events: a token whose bytes end inside a UTF-8
+  // character, or that a stop sequence holds back, has no event of its own. (Counting events made
+  // a job stopped at max_tokens report fewer tokens than it generated.) A backend that leaves the
+  // count unset still gets the events it sent.
+  const uint32_t tokens_out = std::max(result.tokens_out, sink.tokens());
 
   bool client_gone = sse.client_gone();
   if (result.ok) {
     if (!sink.was_started()) sink.started(req.seed);
-    sse.end(sink.tokens(), result.tokens_in,
+    sse.end(tokens_out, result.tokens_in,
             result.decode_time_ms > 0 ? result.decode_time_ms : ms_since(admitted),
             stop_reason_name(result.stop_reason));
   } else {
@@ -124,12 +129,12 @@ void stream_job(ServerContext &ctx, Exchange &ex, JobRequest &req, uint32_t toke
   double duration_ms = ms_since(admitted);
   std::string outcome = result.ok ? "success" : lowercase(result.error_code);
   ctx.metrics.request(outcome);
-  ctx.metrics.job(result.tokens_in, sink.tokens(), duration_ms, sink.first_token_ms());
+  ctx.metrics.job(result.tokens_in, tokens_out, duration_ms, sink.first_token_ms());
   observe::Fields end_fields = {{"job_id", req.job_id},
                                 {"correlation_id", ex.correlation_id},
                                 {"outcome", outcome},
                                 {"tokens_in", static_cast<uint64_t>(result.tokens_in)},
-                                {"tokens_out", static_cast<uint64_t>(sink.tokens())},
+                                {"tokens_out", static_cast<uint64_t>(tokens_out)},
                                 {"duration_ms", duration_ms},
                                 {"ttft_ms", sink.first_token_ms()},
                                 {"output_bytes", static_cast<uint64_t>(sse.output_text().size())},

@@ -159,6 +159,29 @@ TEST_F(ServerTest, BackendExceptionBecomesInternalErrorAndServerKeepsServing) {
   EXPECT_EQ(checked_stream(post("/execute", R"({"job_id":"after","prompt":"p"})").body).back().event, "end");
 }
 
+TEST_F(ServerTest, TokensOutCountsGeneratedTokensNotTokenEvents) {
+  // Token 1's bytes end inside a UTF-8 character: it has no event; token 2 completes the character.
+  // A client comparing tokens_out with max_tokens (or billing by it) must see 3, not 2 events.
+  EXPECT_CALL(*backend_, run(_, _, _, _))
+      .WillOnce(Invoke([](const JobRequest &, TokenSink &s, const std::atomic<bool> &, auto) {
+        EXPECT_TRUE(s.started(1));
+        EXPECT_TRUE(s.token("a", 0));
+        EXPECT_TRUE(s.token("\xC3\xA9", 2));
+        JobResult r;
+        r.ok = true;
+        r.tokens_out = 3;
+        r.stop_reason = StopReason::max_tokens;
+        return r;
+      }));
+  start();
+  auto events = checked_stream(post("/execute", R"({"job_id":"j","prompt":"p","max_tokens":3})").body);
+  ASSERT_EQ(events.size(), 4u); // started, 2 token events, end
+  EXPECT_EQ(parse_json(events[2].data)["i"].GetInt(), 2);
+  auto end = parse_json(events.back().data);
+  EXPECT_EQ(end["tokens_out"].GetUint(), 3u);
+  EXPECT_STREQ(end["stop_reason"].GetString(), "max_tokens");
+}
+
 TEST_F(ServerTest, SinkRefusesEventsAfterTheTerminalOne) {
   // A backend that misbehaves by writing after it was cancelled must not corrupt the stream.
   EXPECT_CALL(*backend_, run(_, _, _, _))
