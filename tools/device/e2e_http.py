@@ -124,13 +124,17 @@ try:
               "%d pieces, %d tokens; stream %r...%r vs decode %r...%r" % (
                   len(pieces), n_out, stream[:40], stream[-40:], whole[:40], whole[-40:]))
         if not same:  # where do they part? each `run` id detokenized alone, next to the stream's piece
+            # (by the event's token index `i`: a token held back inside a UTF-8 character has no event)
+            by_index = {d["i"]: d["t"] for e, d, _ in ev if e == "token"}
             for i, tid in enumerate(ids[:n_out]):
+                if i not in by_index:
+                    continue
                 one = subprocess.run([exe, "tokenize", "--model", model, "--plugin-dir", plugins, "--detokenize",
                                       str(tid)], capture_output=True).stdout.decode("utf-8", errors="replace")
                 one = one[:-1] if one.endswith("\n") else one
-                if i >= len(pieces) or pieces[i].lstrip(" ") != one.lstrip(" ").lstrip("\u2581"):
+                if by_index[i].lstrip(" ") != one.lstrip(" ").lstrip("\u2581"):
                     print("  first difference at token %d: run id %d = %r, stream piece %r; run ids %s" % (
-                        i, tid, one, pieces[i] if i < len(pieces) else None, ids[max(0, i - 3):i + 4]))
+                        i, tid, one, by_index[i], ids[max(0, i - 3):i + 4]))
                     break
 
     # cancel mid-stream: time from the /cancel request to the terminal event
