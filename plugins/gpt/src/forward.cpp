@@ -32,9 +32,10 @@ int64_t attention_workspace_floats(const Hparams &hp, int64_t n_batch) {
 namespace {
 void zero_attention_workspace_once(Instance &inst, cudaStream_t stream) {
   Session &s = inst.session;
-  if (s.attn_ws_zeroed || s.layout.attn_ws_floats == 0) return;
-  const cudaError_t e = cudaMemsetAsync(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws, 0,
-                                        static_cast<size_t>(s.layout.attn_ws_floats) * sizeof(float), stream);
+  if (s.attn_ws_zeroed) return;
+  const cudaError_t e = kernels::attention_workspace_clear(
+      reinterpret_cast<float *>(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws), s.layout.attn_ws_floats,
+      stream);
   if (e != cudaSuccess) fail_cuda(e, "zeroing the attention workspace", -1);
   s.attn_ws_zeroed = true;
 }

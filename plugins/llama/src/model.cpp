@@ -106,8 +106,8 @@ void Model::session_begin(int64_t n_ctx) {
     throw Error(WO_ERR_INTERNAL, "session_begin: scratch layout exceeds its planned size");
   }
   // The attention workspace starts with split counters that must start at zero (kernels.hpp).
-  const cudaError_t e = cudaMemsetAsync(bufs_->attn_ws, 0, static_cast<size_t>(bufs_->attn_ws_floats) * sizeof(float),
-                                        static_cast<cudaStream_t>(stream_));
+  const cudaError_t e =
+      k::attention_workspace_clear(bufs_->attn_ws, bufs_->attn_ws_floats, static_cast<cudaStream_t>(stream_));
   if (e != cudaSuccess) {
     session_end();
     throw Error(WO_ERR_CUDA, std::string("session_begin: clearing the attention workspace: ") + cudaGetErrorName(e));

@@ -233,6 +233,12 @@ int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t he
          std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (4 + head_dim);
 }
 
+cudaError_t attention_workspace_clear(float *workspace, int64_t workspace_floats, cudaStream_t stream) {
+  if (workspace_floats < 0 || (!workspace && workspace_floats > 0)) return cudaErrorInvalidValue;
+  if (workspace_floats == 0) return cudaSuccess;
+  return cudaMemsetAsync(workspace, 0, static_cast<size_t>(workspace_floats) * sizeof(float), stream);
+}
+
 namespace {
 
 bool attention_args_ok(const float *q, const __half *k_cache, const __half *v_cache, const float *out,

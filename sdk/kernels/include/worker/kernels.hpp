@@ -165,9 +165,10 @@ struct AttentionParams {
   // Optional device workspace for splitting the keys over several blocks (flash-decoding), which
   // decode (few queries, long context) needs to fill the GPU. nullptr / too small: no split.
   // Size it with attention_workspace_floats() for the largest call (it depends on n_tokens,
-  // n_heads and head_dim only), and zero it once before the first call (cudaMemsetAsync): it
-  // starts with the counters by which the last split of a decode call knows to merge, which every
-  // call leaves at zero again. Use it for attention only, from one stream.
+  // n_heads and head_dim only), and clear it once before the first call
+  // (attention_workspace_clear): it starts with the counters by which the last split of a decode
+  // call knows to merge, which every call leaves at zero again. Use it for attention only, from one
+  // stream.
   float *workspace = nullptr;
   int64_t workspace_floats = 0;
   // Optional device int32 [n_tokens]: query t sits at positions[t] (consecutive) and the cache
@@ -180,6 +181,10 @@ struct AttentionParams {
 // Floats of workspace that lets attention() split keys for up to n_tokens queries of n_heads
 // heads of head_dim (0 when it never splits for such calls).
 int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim);
+
+// Zeroes a new workspace of workspace_floats floats on the stream, once, before its first
+// attention call (nullptr with 0 floats: nothing to do).
+cudaError_t attention_workspace_clear(float *workspace, int64_t workspace_floats, cudaStream_t stream);
 
 // out[t][h][:] = softmax_j(scale * q[t][h] . K[j][h/g]) · V[j][h/g] over the visible keys j.
 // q: FP32 [n_tokens][n_heads][head_dim]; k_cache/v_cache: one layer's FP16 cache (see kv_write);
