@@ -301,21 +301,17 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
                               cudaStream_t stream) {
   AttentionParams ap = p;
   ap.q_stride = a.q_stride; // attention reads the q that rope_kv_write rotates
-  const int64_t q_row = static_cast<int64_t>(a.n_heads) * a.head_dim;
-  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
+  QkvRopeCache c;
   detail::RopeConsts rc{};
-  const bool one_step = ap.n_tokens == 1 && ap.causal && a.q && a.k && a.v && a.k_cache && a.v_cache &&
-                        a.positions && a.n_heads == ap.n_heads && a.n_kv_heads == ap.n_kv_heads &&
-                        a.head_dim == ap.head_dim && (a.kv_stride == 0 || a.kv_stride >= kv_row) &&
-                        attention_args_ok(a.q, a.k_cache, a.v_cache, out, ap) &&
-                        detail::make_rope_consts(rp, a.n_heads, a.head_dim, a.q_stride ? a.q_stride : q_row, rc);
+  const bool one_step = ap.n_tokens == 1 && ap.causal && detail::qkv_rope_args(a, rp, c, rc) &&
+                        a.n_heads == ap.n_heads && a.n_kv_heads == ap.n_kv_heads && a.head_dim == ap.head_dim &&
+                        attention_args_ok(a.q, a.k_cache, a.v_cache, out, ap);
   if (one_step) {
     int64_t state_floats = 0;
     AttnConsts k = attention_consts(ap, state_floats);
     k.positions = a.positions; // the RoPE positions and cache rows; n_kv follows them
     k.fresh_on = true;
-    k.fresh = detail::FreshQkv{a.k,       a.v,       a.q_bias, a.k_bias, a.v_bias, a.kv_stride ? a.kv_stride : kv_row,
-                               a.k_cache, a.v_cache, rc};
+    k.fresh = detail::FreshQkv{c.k, c.v, c.q_bias, c.k_bias, c.v_bias, c.kv_stride, c.k_cache, c.v_cache, rc};
     cudaError_t e = cudaSuccess;
     if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;
   }

@@ -34,7 +34,8 @@ struct AttnConsts {
   bool causal;
   const float *sinks;
   const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
-  float *ws;                // [n_tokens][n_heads][n_splits][2 + head_dim]: m, l, acc (when n_splits > 1)
+  float *ws;                // partial states [n_tokens][n_heads][n_splits] (when n_splits > 1): general
+                            // kernel {m, l, acc[hd]}, grouped kernel {acc[hd], m, l, pad, pad}
   unsigned *counters;       // [kMaxSplitTokens][n_kv_heads * head_parts]: finished splits (grouped kernel),
                             // zero between calls
   int64_t n_tokens;         // grouped kernel: the call's queries

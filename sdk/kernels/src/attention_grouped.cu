@@ -170,7 +170,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   for (int64_t base = lo; base < hi; base += kTile) {
     const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), hi - base));
     // Every load of the tile first (one memory latency per tile): this thread's key chunks and its
-    // warp's value rows; on the first tile also the queries.
+    // warp's value rows; on the first tile also the queries (unless rotated above).
     uint4 kraw[kChunks];
     const uint4 *krow = reinterpret_cast<const uint4 *>(kb + (base + kk_s) * kv_row);
 #pragma unroll

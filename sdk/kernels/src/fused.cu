@@ -61,16 +61,9 @@ cudaError_t add_rms_norm(float *x, const float *delta, const float *w, float *y,
 }
 
 cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream) {
-  const int64_t q_row = static_cast<int64_t>(a.n_heads) * a.head_dim;
-  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
-  QkvRopeCache c = a;
-  c.q_stride = a.q_stride ? a.q_stride : q_row;
-  c.kv_stride = a.kv_stride ? a.kv_stride : kv_row;
+  QkvRopeCache c;
   detail::RopeConsts k{};
-  if (!a.q || !a.k || !a.v || !a.k_cache || !a.v_cache || !a.positions || n_tokens < 0 || a.n_kv_heads <= 0 ||
-      c.q_stride < q_row || c.kv_stride < kv_row ||
-      !detail::make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k))
-    return cudaErrorInvalidValue;
+  if (n_tokens < 0 || !detail::qkv_rope_args(a, p, c, k)) return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   const int64_t n = n_tokens * (a.n_heads + 2 * a.n_kv_heads) * (a.head_dim / 2);
   return detail::launch(rope_kv_write_kernel, detail::grid_for(n), detail::kBlock, 0, stream, c, n_tokens, k);

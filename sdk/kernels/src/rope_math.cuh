@@ -56,6 +56,18 @@ inline bool make_rope_consts(const RopeParams &p, int32_t n_heads, int32_t head_
   return true;
 }
 
+// rope_kv_write's arguments checked (rope_kv_attention takes the same): c is `a` with its strides
+// filled in, k its RoPE constants; false when something is missing or out of range.
+inline bool qkv_rope_args(const QkvRopeCache &a, const RopeParams &p, QkvRopeCache &c, RopeConsts &k) {
+  const int64_t q_row = static_cast<int64_t>(a.n_heads) * a.head_dim;
+  const int64_t kv_row = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
+  c = a;
+  c.q_stride = a.q_stride ? a.q_stride : q_row;
+  c.kv_stride = a.kv_stride ? a.kv_stride : kv_row;
+  return a.q && a.k && a.v && a.k_cache && a.v_cache && a.positions && a.n_kv_heads > 0 && c.q_stride >= q_row &&
+         c.kv_stride >= kv_row && make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k);
+}
+
 // cos and sin (times the magnitude) of pair i at position pos.
 __device__ inline void rope_cos_sin(const RopeConsts &k, int32_t pos, int32_t i, float &c, float &s) {
   const float theta_extrap = static_cast<float>(pos) * powf(k.theta_scale, static_cast<float>(i));
