@@ -34,8 +34,8 @@ void zero_attention_workspace_once(Instance &inst, cudaStream_t stream) {
   Session &s = inst.session;
   if (s.attn_ws_zeroed) return;
   const cudaError_t e = kernels::attention_workspace_clear(
-      reinterpret_cast<float *>(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws), s.layout.attn_ws_floats,
-      stream);
+      reinterpret_cast<float *>(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws),
+      s.layout.attn_ws_floats, stream);
   if (e != cudaSuccess) fail_cuda(e, "zeroing the attention workspace", -1);
   s.attn_ws_zeroed = true;
 }

@@ -68,14 +68,16 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     }
     ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
     ap.sinks = f32_data(w.attn_sinks);
-    if (inst.fused) { // biases, RoPE, the cache write and (one token) attention in one pass: the same float ops
+    if (inst.fused) { // biases, RoPE, the cache write and (one token) attention in one pass: the same float
+                      // ops
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;
       a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
       a.k_cache = k_cache(inst, il), a.v_cache = v_cache(inst, il);
       a.positions = b.positions;
       a.n_heads = H, a.n_kv_heads = Hkv, a.head_dim = hd;
-      cuda_ok(kernels::rope_kv_attention(a, rp, b.attn, ap, s), "q/k/v bias + rope + kv write + attention", il);
+      cuda_ok(kernels::rope_kv_attention(a, rp, b.attn, ap, s), "q/k/v bias + rope + kv write + attention",
+              il);
     } else {
       cuda_ok(kernels::add_bias(b.q, f32_data(w.attn_q_b), m, Q, s), "attn_q bias", il);
       cuda_ok(kernels::add_bias(b.k, f32_data(w.attn_k_b), m, KV, s), "attn_k bias", il);

@@ -110,7 +110,8 @@ void Model::session_begin(int64_t n_ctx) {
       k::attention_workspace_clear(bufs_->attn_ws, bufs_->attn_ws_floats, static_cast<cudaStream_t>(stream_));
   if (e != cudaSuccess) {
     session_end();
-    throw Error(WO_ERR_CUDA, std::string("session_begin: clearing the attention workspace: ") + cudaGetErrorName(e));
+    throw Error(WO_ERR_CUDA,
+                std::string("session_begin: clearing the attention workspace: ") + cudaGetErrorName(e));
   }
   n_ctx_ = n_ctx;
 }

@@ -2,8 +2,8 @@
 // grouped kernel (attention_grouped.cu, prefill and decode) does not take: GQA groups above 8
 // heads, head_dim not a multiple of 8, unaligned buffers, or WORKER_ATTN_GROUPED=0.
 //
-// General kernel: one block per (query token, head, key split); its warps split the block's keys and each keeps an
-// online softmax (running max m, denominator l, weighted value sum acc), so scores never need a
+// General kernel: one block per (query token, head, key split); its warps split the block's keys and each
+// keeps an online softmax (running max m, denominator l, weighted value sum acc), so scores never need a
 // buffer of n_kv floats. The warps' states are merged in the block. With one split the block
 // writes the output; with several (decode: few queries, long context, flash-decoding) each block
 // writes its partial state to the workspace and a second kernel merges the splits.
@@ -297,15 +297,15 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   return detail::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
 }
 
-cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out, const AttentionParams &p,
-                              cudaStream_t stream) {
+cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out,
+                              const AttentionParams &p, cudaStream_t stream) {
   AttentionParams ap = p;
   ap.q_stride = a.q_stride; // attention reads the q that rope_kv_write rotates
   QkvRopeCache c;
   detail::RopeConsts rc{};
   const bool one_step = ap.n_tokens == 1 && ap.causal && detail::qkv_rope_args(a, rp, c, rc) &&
-                        a.n_heads == ap.n_heads && a.n_kv_heads == ap.n_kv_heads && a.head_dim == ap.head_dim &&
-                        attention_args_ok(a.q, a.k_cache, a.v_cache, out, ap);
+                        a.n_heads == ap.n_heads && a.n_kv_heads == ap.n_kv_heads &&
+                        a.head_dim == ap.head_dim && attention_args_ok(a.q, a.k_cache, a.v_cache, out, ap);
   if (one_step) {
     int64_t state_floats = 0;
     AttnConsts k = attention_consts(ap, state_floats);

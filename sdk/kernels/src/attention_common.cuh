@@ -1,6 +1,6 @@
 // What the two attention kernels (attention.cu: one block per query head, any shape;
-// attention_grouped.cu: one block per KV head's group of heads, queries and key split) share: the launch constants,
-// the workspace layout, and which keys a (query, split) block sees.
+// attention_grouped.cu: one block per KV head's group of heads, queries and key split) share: the launch
+// constants, the workspace layout, and which keys a (query, split) block sees.
 #pragma once
 
 #include "launch.cuh"
@@ -33,23 +33,21 @@ struct AttnConsts {
   float scale;
   bool causal;
   const float *sinks;
-  const int32_t *positions; // device positions (graph mode), else nullptr: pos0 / n_kv are exact
-  float *ws;                // partial states [n_tokens][n_heads][n_splits] (when n_splits > 1): general
-                            // kernel {m, l, acc[hd]}, grouped kernel {acc[hd], m, l, pad, pad}
-  unsigned *counters;       // [kMaxSplitTokens][n_kv_heads * head_parts]: finished splits (grouped kernel),
-                            // zero between calls
-  int64_t n_tokens;         // grouped kernel: the call's queries
+  const int32_t *positions;  // device positions (graph mode), else nullptr: pos0 / n_kv are exact
+  float *ws;                 // partial states [n_tokens][n_heads][n_splits] (when n_splits > 1): general
+                             // kernel {m, l, acc[hd]}, grouped kernel {acc[hd], m, l, pad, pad}
+  unsigned *counters;        // [kMaxSplitTokens][n_kv_heads * head_parts]: finished splits (grouped kernel),
+                             // zero between calls
+  int64_t n_tokens;          // grouped kernel: the call's queries
   int32_t queries_per_block; // grouped kernel: consecutive queries a block serves (1 with splits)
-  int32_t head_parts;       // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
-  bool fresh_on;            // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
+  int32_t head_parts; // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
+  bool fresh_on;      // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
   FreshQkv fresh;
 };
 
 // Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16
 // bytes so the states that follow stay aligned), then the partial states.
-inline int64_t attn_counter_floats(int32_t n_heads) {
-  return (kMaxSplitTokens * n_heads + 3) / 4 * 4;
-}
+inline int64_t attn_counter_floats(int32_t n_heads) { return (kMaxSplitTokens * n_heads + 3) / 4 * 4; }
 
 // The keys [lo, hi) that split `split` of query t sees, from the real key count (device positions
 // in graph mode), never from the launch's bound: the partition, and so the rounding, of a decode
@@ -84,7 +82,7 @@ __device__ inline KeyRange visible_keys(const AttnConsts &k, int64_t t, int32_t 
 // output rows and workspace); false leaves the call to the general kernel.
 // state_floats: the workspace's room for partial states (after the counters).
 bool attention_grouped(const float *q, const __half *k_cache, const __half *v_cache, float *out,
-                      const AttnConsts &k, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
-                      cudaError_t *status);
+                       const AttnConsts &k, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
+                       cudaError_t *status);
 
 } // namespace wo::kernels::detail

@@ -43,7 +43,7 @@ __host__ __device__ inline SmemLayout smem_layout(int rows, int hd) {
   SmemLayout s;
   s.q_len = (rows * hd + 3) / 4 * 4;
   s.q = 0;
-  s.p = s.q_len;                        // [kTile][kR]: scores, then probabilities (kR <= kMaxRows)
+  s.p = s.q_len;                       // [kTile][kR]: scores, then probabilities (kR <= kMaxRows)
   s.stat = s.p + kTile * kMaxRows;     // m, l, tile correction, merge 1/denominator: [4][kMaxRows]
   s.e = s.stat + 4 * kMaxRows;         // [kMaxRows][kMaxSplits]: the merge's per-split factors
   s.red = s.e + kMaxRows * kMaxSplits; // [kWarps][q_len]: the warps' value sums
@@ -104,9 +104,9 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
 // so that a group of 1 still fills a block). kR: the most rows this instance holds (registers: one
 // row needs an eighth of eight's); kPairs: half2 per lane per 64 dimensions, head_dim <= 64 kPairs.
 template <int kR, int kPairs>
-__device__ __forceinline__ void grouped_attention(const float *q, const __half *kc, const __half *vc, float *out,
-                                                  const AttnConsts &k) {
-  constexpr int kChunks = 4 * kPairs;            // 8-dimension chunks of a key per thread (of two)
+__device__ __forceinline__ void grouped_attention(const float *q, const __half *kc, const __half *vc,
+                                                  float *out, const AttnConsts &k) {
+  constexpr int kChunks = 4 * kPairs;          // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
   __shared__ int is_last;
@@ -122,7 +122,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * k.queries_per_block;
   const int32_t R = static_cast<int32_t>(min(static_cast<int64_t>(k.queries_per_block), k.n_tokens - t0)) * G;
   const KeyRange r = visible_keys(k, t0, split, k.n_tokens); // with several queries: one split
-  if (split >= r.used) return; // a launched split past the real keys' share
+  if (split >= r.used) return;                               // a launched split past the real keys' share
   if (tid < R) {
     const KeyRange rr = visible_keys(k, t0 + tid / G, split, k.n_tokens);
     row_lo[tid] = rr.lo, row_hi[tid] = rr.hi;
@@ -139,7 +139,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
   if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh);
-  __syncthreads(); // row_lo / row_hi
+  __syncthreads();                        // row_lo / row_hi
   int64_t lo = row_lo[0], hi = row_hi[0]; // the union of the rows' keys
   for (int i = G; i < R; i += G)
     lo = min(lo, row_lo[i]), hi = max(hi, row_hi[i]);
@@ -153,8 +153,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       int32_t da, db;
       rope_pair_dims(k.fresh.rope, pi, da, db);
       float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
-      bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da, db,
-                       x0, x1);
+      bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da,
+                       db, x0, x1);
       q_s[g * hd + da] = x0 * k.scale;
       q_s[g * hd + db] = x1 * k.scale;
     }
@@ -185,7 +185,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       const __half2 *vrow = reinterpret_cast<const __half2 *>(vb + (base + kk) * kv_row);
 #pragma unroll
       for (int j = 0; j < kPairs; ++j)
-        vraw[i][j] = kk < n_keys && 2 * lane + 64 * j < hd ? vrow[lane + 32 * j] : __floats2half2_rn(0.0f, 0.0f);
+        vraw[i][j] =
+            kk < n_keys && 2 * lane + 64 * j < hd ? vrow[lane + 32 * j] : __floats2half2_rn(0.0f, 0.0f);
     }
     if (base == lo) {
       if (!k.fresh_on) {
@@ -374,7 +375,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const int hd4 = hd / 4;
   for (int i = tid; i < G * hd4; i += kThreads) {
     const int g = i / hd4, d4 = i - g * hd4;
-    const float4 *hg = reinterpret_cast<const float4 *>(ws_t + static_cast<int64_t>(g) * k.n_splits * state) + d4;
+    const float4 *hg =
+        reinterpret_cast<const float4 *>(ws_t + static_cast<int64_t>(g) * k.n_splits * state) + d4;
     const float *eg = e_s + g * kMaxSplits;
     const int64_t stride4 = state / 4;
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -401,7 +403,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 template <int kR, int kPairs>
 __global__ void __launch_bounds__(kThreads, 4)
-    attention_grouped_capped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
+    attention_grouped_capped_kernel(const float *q, const __half *kc, const __half *vc, float *out,
+                                    AttnConsts k) {
   grouped_attention<kR, kPairs>(q, kc, vc, out, k);
 }
 
@@ -445,12 +448,12 @@ int32_t head_parts_for(int32_t group) {
 } // namespace
 
 bool attention_grouped(const float *q, const __half *k_cache, const __half *v_cache, float *out,
-                      const AttnConsts &k0, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
-                      cudaError_t *status) {
+                       const AttnConsts &k0, int64_t n_tokens, int64_t state_floats, cudaStream_t stream,
+                       cudaError_t *status) {
   const int32_t group = k0.n_heads / k0.n_kv_heads;
   const auto aligned16 = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (group > kMaxRows || k0.head_dim % 8 != 0 || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out) ||
-      k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) || !grouped_enabled())
+  if (group > kMaxRows || k0.head_dim % 8 != 0 || !aligned16(k_cache) || !aligned16(v_cache) ||
+      !aligned16(out) || k0.out_stride % 4 != 0 || (k0.ws && !aligned16(k0.ws)) || !grouped_enabled())
     return false;
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
@@ -460,7 +463,8 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   // Decode splits a group's heads over blocks (head_parts_for).
   const bool splittable = k.ws && k.counters && n_tokens <= kMaxSplitTokens;
   if (splittable) { // parts of ceil(group / parts) heads, none empty
-    const int32_t per = (group + std::min(group, head_parts_for(group)) - 1) / std::min(group, head_parts_for(group));
+    const int32_t per =
+        (group + std::min(group, head_parts_for(group)) - 1) / std::min(group, head_parts_for(group));
     k.head_parts = (group + per - 1) / per;
   } else {
     k.head_parts = 1;

@@ -64,8 +64,9 @@ inline bool qkv_rope_args(const QkvRopeCache &a, const RopeParams &p, QkvRopeCac
   c = a;
   c.q_stride = a.q_stride ? a.q_stride : q_row;
   c.kv_stride = a.kv_stride ? a.kv_stride : kv_row;
-  return a.q && a.k && a.v && a.k_cache && a.v_cache && a.positions && a.n_kv_heads > 0 && c.q_stride >= q_row &&
-         c.kv_stride >= kv_row && make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k);
+  return a.q && a.k && a.v && a.k_cache && a.v_cache && a.positions && a.n_kv_heads > 0 &&
+         c.q_stride >= q_row && c.kv_stride >= kv_row &&
+         make_rope_consts(p, a.n_heads, a.head_dim, c.q_stride, k);
 }
 
 // cos and sin (times the magnitude) of pair i at position pos.
@@ -96,8 +97,8 @@ __device__ inline void rope_pair_dims(const RopeConsts &k, int32_t i, int32_t &a
 // Bias, then the rotation of pair i (only pairs below n_dims / 2 rotate) at position pos: the
 // one expression of the fused rope + cache kernel and the decode attention that rotates its
 // queries as it loads them, so both give the same bits.
-__device__ inline void bias_rotate_pair(const RopeConsts &k, int32_t pos, int32_t i, const float *bias, int32_t da,
-                                        int32_t db, float &x0, float &x1) {
+__device__ inline void bias_rotate_pair(const RopeConsts &k, int32_t pos, int32_t i, const float *bias,
+                                        int32_t da, int32_t db, float &x0, float &x1) {
   if (bias) x0 += bias[da], x1 += bias[db];
   if (i < k.n_dims / 2) {
     float c, s;

@@ -155,7 +155,8 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
       RopeParams rp;
       rp.mode = c.mode;
       rp.n_dims = c.rope_dims;
-      if (c.yarn) rp.freq_base = 150000.0f, rp.freq_scale = 1.0f / 32, rp.ext_factor = 1.0f, rp.n_ctx_orig = 4096;
+      if (c.yarn)
+        rp.freq_base = 150000.0f, rp.freq_scale = 1.0f / 32, rp.ext_factor = 1.0f, rp.n_ctx_orig = 4096;
       DeviceBuffer<int32_t> dpos(std::vector<int32_t>{pos});
       DeviceBuffer<float> dqb(qb), dkb(kb), dvb(vb), dsinks(sinks);
       const int64_t ws_floats = attention_workspace_floats(1, c.n_heads, c.head_dim);

@@ -197,8 +197,8 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
 // at a.q_stride: for one causal query that the decode kernel serves, one launch that rotates the
 // queries as it loads them (a.q is left unrotated) and writes the new K/V rows from the block that
 // reads them; otherwise the two kernels. The same output bits and cache contents either way.
-cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out, const AttentionParams &p,
-                              cudaStream_t stream);
+cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out,
+                              const AttentionParams &p, cudaStream_t stream);
 
 // ---- mixture of experts (gpt-oss) --------------------------------------------------------------
 
