@@ -4,7 +4,7 @@
 // run). `--http URL` measures the same things as a client of the running worker sees them.
 //
 //   bench --model M [--plugin-dir D] [--json] [--n-decode 256] [--prompts 16,128,512,2048]
-//         [--depths 0,2048] [--reps 3] [--profile-steps N]
+//         [--depths 0,2048] [--reps 3] [--profile-steps N] [--profile-prefill N]
 //   bench --http http://127.0.0.1:8080 [--n-decode 256] [--reps 5] [--json]
 #include "http_bench.hpp"
 #include "stats.hpp"
@@ -44,6 +44,7 @@ struct Options {
   std::vector<int> prompts = {16, 128, 512, 2048};
   std::vector<int> depths = {0, 2048}; // decode from an empty context and at 2048 (the perf goals' points)
   int profile_steps = 0; // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
+  int profile_prefill = 0; // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
 };
 
 std::vector<int> parse_list(const std::string &s) {
@@ -177,6 +178,21 @@ struct Bench {
     engine->end_session();
   }
 
+  // For a profiler: one warm-up prefill of n tokens (cuBLAS handles, workspaces), then one inside
+  // the profiled range.
+  void profile_prefill(int n) {
+    for (int i = 0; i < 2; ++i) {
+      auto ids = random_prompt(n);
+      engine->begin_session(n + 8);
+      if (i == 1) check(cudaProfilerStart(), "cudaProfilerStart");
+      engine->forward(ids.data(), n, 0, false);
+      engine->synchronize();
+      if (i == 1) check(cudaProfilerStop(), "cudaProfilerStop");
+      engine->end_session();
+    }
+    std::printf("profiled one prefill of %d tokens\n", n);
+  }
+
   // Decode n_decode tokens after a prompt of `depth` tokens, the way the worker does: sample on
   // the device, copy the id, feed it back. Per-token latencies in ms.
   // Depth 0 (llama-bench's tg at an empty context) starts from a one-token prompt: a forward needs
@@ -252,6 +268,10 @@ int run_engine_bench(const Options &o) {
   b.engine->load(eo);
   double load_warm = secs_since(t0);
   b.make_sampler();
+  if (o.profile_prefill > 0) {
+    b.profile_prefill(o.profile_prefill);
+    return 0;
+  }
   if (o.profile_steps > 0) {
     b.profile_decode(o.depths.empty() ? 128 : o.depths.front(), o.profile_steps);
     return 0;
@@ -369,6 +389,7 @@ int main(int argc, char **argv) {
                     "             [--prompts 16,128,512,2048] [--depths 0,2048] [--reps 3]\n"
                     "             [--profile-steps N]  (decode N tokens at the first depth inside\n"
                     "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
+                    "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
                     "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
                     "[--json]\n");
         return 0;
@@ -390,6 +411,8 @@ int main(int argc, char **argv) {
         o.reps = h.requests = std::stoi(value());
       else if (a == "--profile-steps")
         o.profile_steps = std::stoi(value());
+      else if (a == "--profile-prefill")
+        o.profile_prefill = std::stoi(value());
       else if (a == "--http")
         o.http = h.url = value();
       else if (a == "--prompt")

@@ -18,10 +18,13 @@
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/device_decoders.cuh"
 #include "quant_common/linear_kernels.cuh"
+#include "quant_common/mxfp4_half.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
+
+#include <type_traits>
 
 namespace wo::quant::dev {
 
@@ -113,22 +116,40 @@ __global__ void __launch_bounds__(kGroupThreads)
       cp_async_wait<0>();
     __syncthreads();
     const int kt = static_cast<int>(min(static_cast<int64_t>(T::KT), p.cols - k0));
-    for (int i = threadIdx.x; i < T::TM * kPartsPerRow; i += kGroupThreads) {
-      const int r = i / kPartsPerRow, j = i % kPartsPerRow, blk = j / D::PARTS, part = j % D::PARTS;
-      __half *dst = sw + r * T::LD + blk * D::QK;
-      float v[D::V];
-      if (blk * D::QK < kt) {
-        const uintptr_t src =
-            reinterpret_cast<uintptr_t>(w + min(row0 + r, p.rows - 1) * p.row_bytes + k0 / D::QK * D::BYTES);
-        D::decode(raw(b) + r * T::kRawPitch + (src & 15) + blk * D::BYTES, part, v);
-      } else {
+    if constexpr (std::is_same_v<D, DecMXFP4>) { // whole blocks through prmt and f16x2 (mxfp4_half.cuh)
+      constexpr int kBlocksPerRow = T::KT / 32;
+      for (int i = threadIdx.x; i < T::TM * kBlocksPerRow; i += kGroupThreads) {
+        const int r = i / kBlocksPerRow, blk = i % kBlocksPerRow;
+        uint32_t h[16] = {};
+        if (blk * 32 < kt) {
+          const uintptr_t src =
+              reinterpret_cast<uintptr_t>(w + min(row0 + r, p.rows - 1) * p.row_bytes + k0 / 32 * 17);
+          mxfp4_block_to_half(reinterpret_cast<const uint32_t *>(raw(b) + r * T::kRawPitch),
+                              static_cast<int>(src & 15) + blk * 17, h);
+        }
+        auto *dst = reinterpret_cast<uint4 *>(sw + r * T::LD + blk * 32);
 #pragma unroll
-        for (int e = 0; e < D::V; ++e)
-          v[e] = 0.0f;
+        for (int j = 0; j < 4; ++j)
+          dst[j] = make_uint4(h[4 * j], h[4 * j + 1], h[4 * j + 2], h[4 * j + 3]);
       }
+    } else {
+      for (int i = threadIdx.x; i < T::TM * kPartsPerRow; i += kGroupThreads) {
+        const int r = i / kPartsPerRow, j = i % kPartsPerRow, blk = j / D::PARTS, part = j % D::PARTS;
+        __half *dst = sw + r * T::LD + blk * D::QK;
+        float v[D::V];
+        if (blk * D::QK < kt) {
+          const uintptr_t src = reinterpret_cast<uintptr_t>(w + min(row0 + r, p.rows - 1) * p.row_bytes +
+                                                            k0 / D::QK * D::BYTES);
+          D::decode(raw(b) + r * T::kRawPitch + (src & 15) + blk * D::BYTES, part, v);
+        } else {
 #pragma unroll
-      for (int g = 0; g < D::V / 4; ++g)
-        store_half4(dst + D::start(part, g), v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
+          for (int e = 0; e < D::V; ++e)
+            v[e] = 0.0f;
+        }
+#pragma unroll
+        for (int g = 0; g < D::V / 4; ++g)
+          store_half4(dst + D::start(part, g), v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
+      }
     }
     __syncthreads();
 #pragma unroll
