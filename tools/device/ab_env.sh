@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs on the device machine from the repo root, after bench_suite.sh wrote the spec-shaped models
+# into /dev/shm/wo: A/B of environment settings (each argument one setting, "-" for none) with the
+# same plugins, two rounds alternating; one line of figures per run.
+#   bash tools/device/ab_env.sh - WORKER_ATTN_HEAD_PARTS=2 "WORKER_PDL=0 WORKER_CUDA_GRAPHS=0"
+set -uo pipefail
+D=$PWD/.device-run
+export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
+M=/dev/shm/wo
+for p in ${PRESETS:-qwen2.5-0.5b-q4_k_m phi-3-mini-4k-q4_k_m gpt-oss-20b-mxfp4}; do
+  for round in 1 2; do
+    for e in "$@"; do
+      [ "$e" = "-" ] && ee="" || ee="$e"
+      out=$(env $ee "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins \
+        ${ARGS:---prompts 512 --depths 0,2048 --n-decode 128 --reps 1} 2>&1)
+      pp=$(echo "$out" | grep -E "^[0-9]+ +[0-9.]+ +[0-9]+$" | awk '{printf "pp%s %s  ", $1, $3}')
+      tg=$(echo "$out" | grep -E "^[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+%" | awk '{printf "d%s %s  ", $1, $2}')
+      echo "$p r$round [$e]: $pp$tg"
+    done
+  done
+done
