@@ -73,14 +73,19 @@ __global__ void __launch_bounds__(kGroupThreads)
   const uint8_t *w = p.w + static_cast<uint64_t>(expert) * p.expert_bytes;
   const __half *xt = x16 + static_cast<int64_t>(begin) * p.cols;
 
-  // Enqueue step k0's operands into buffer b: rows past the weight's end re-read its last row
-  // (computed, never stored); problems past the tile's count and columns past the row's end are 0.
+  // Row r's weight bytes of step k0 in global memory: rows past the weight's end re-read its last
+  // row (computed, never stored). The raw buffer holds them from the 16-byte aligned start below.
+  const auto chunk_src = [&](int r, int64_t k0) {
+    return w + min(row0 + r, p.rows - 1) * p.row_bytes + k0 / D::QK * D::BYTES;
+  };
+  // Enqueue step k0's operands into buffer b: problems past the tile's count and columns past the
+  // row's end are 0.
   const auto issue = [&](int64_t k0, int b) {
     const int kt = static_cast<int>(min(static_cast<int64_t>(T::KT), p.cols - k0));
     const int chunk = kt / D::QK * D::BYTES;
     for (int i = threadIdx.x; i < T::TM * T::kRawWords; i += kGroupThreads) {
       const int r = i / T::kRawWords, wd = i % T::kRawWords;
-      const uint8_t *src = w + min(row0 + r, p.rows - 1) * p.row_bytes + k0 / D::QK * D::BYTES;
+      const uint8_t *src = chunk_src(r, k0);
       const uint8_t *aligned =
           reinterpret_cast<const uint8_t *>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15});
       if (aligned + wd * 4 < src + chunk) cp_async4(raw(b) + r * T::kRawPitch + wd * 4, aligned + wd * 4);
@@ -122,10 +127,9 @@ __global__ void __launch_bounds__(kGroupThreads)
         const int r = i / kBlocksPerRow, blk = i % kBlocksPerRow;
         uint32_t h[16] = {};
         if (blk * 32 < kt) {
-          const uintptr_t src =
-              reinterpret_cast<uintptr_t>(w + min(row0 + r, p.rows - 1) * p.row_bytes + k0 / 32 * 17);
+          const uintptr_t src = reinterpret_cast<uintptr_t>(chunk_src(r, k0));
           mxfp4_block_to_half(reinterpret_cast<const uint32_t *>(raw(b) + r * T::kRawPitch),
-                              static_cast<int>(src & 15) + blk * 17, h);
+                              static_cast<int>(src & 15) + blk * D::BYTES, h);
         }
         auto *dst = reinterpret_cast<uint4 *>(sw + r * T::LD + blk * 32);
 #pragma unroll
@@ -138,8 +142,7 @@ __global__ void __launch_bounds__(kGroupThreads)
         __half *dst = sw + r * T::LD + blk * D::QK;
         float v[D::V];
         if (blk * D::QK < kt) {
-          const uintptr_t src = reinterpret_cast<uintptr_t>(w + min(row0 + r, p.rows - 1) * p.row_bytes +
-                                                            k0 / D::QK * D::BYTES);
+          const uintptr_t src = reinterpret_cast<uintptr_t>(chunk_src(r, k0));
           D::decode(raw(b) + r * T::kRawPitch + (src & 15) + blk * D::BYTES, part, v);
         } else {
 #pragma unroll

@@ -74,7 +74,9 @@ QC_HD void mxfp4_word_to_half(uint32_t q, uint32_t f2, uint32_t (&lo)[2], uint32
   hi[1] = hmul2_bits(prmt_signed(b1, 0, 0x3414u), f2);
 }
 
-QC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int sh) { // (hi:lo) >> sh, sh in 0..32
+// (hi:lo) >> sh for sh in 0..32: clamped, where UnitWords::funnel wraps at 32 (its shifts are
+// below 32); a block's code words start one byte past its scale, so here the shift reaches 32.
+QC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int sh) {
 #ifdef __CUDA_ARCH__
   return __funnelshift_rc(lo, hi, static_cast<uint32_t>(sh));
 #else
@@ -85,7 +87,8 @@ QC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int sh) { // (hi:lo) >> sh
 // The 17-byte block at byte offset `off` of a 4-byte aligned buffer -> its 32 values as FP16 pairs
 // in value order (out[i] = values 2i, 2i+1). Reads the five words that hold the block.
 QC_HD void mxfp4_block_to_half(const uint32_t *words, int off, uint32_t (&out)[16]) {
-  uint32_t w[5];
+  UnitWords<5> u;
+  uint32_t(&w)[5] = u.w;
   QC_UNROLL
   for (int i = 0; i < 5; ++i)
     w[i] = words[(off >> 2) + i];
@@ -105,10 +108,8 @@ QC_HD void mxfp4_block_to_half(const uint32_t *words, int off, uint32_t (&out)[1
   }
   // A scale FP16 cannot hold: the float decoder, rounded per value.
   uint8_t bytes[17];
-  for (int i = 0; i < 17; ++i) {
-    const int j = i + (off & 3);
-    bytes[i] = static_cast<uint8_t>(w[j >> 2] >> (8 * (j & 3)));
-  }
+  for (int i = 0; i < 17; ++i)
+    bytes[i] = static_cast<uint8_t>(u.byte(i + (off & 3)));
   for (int part = 0; part < DecMXFP4::PARTS; ++part) {
     float v[DecMXFP4::V];
     DecMXFP4::decode(bytes, part, v);
