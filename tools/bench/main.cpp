@@ -245,6 +245,7 @@ int run_engine_bench(const Options &o) {
     max_ctx = std::max(max_ctx, p + 16);
   for (int d : o.depths)
     max_ctx = std::max(max_ctx, d + o.n_decode + 16);
+  max_ctx = std::max(max_ctx, o.profile_prefill + 16);
   eo.n_ctx = max_ctx;
   eo.residency_interval_s = 0;
 
