@@ -70,6 +70,7 @@ struct Buffers {
   int32_t *ids, *tokens, *positions;
   float *attn_ws;
   int64_t attn_ws_floats;
+  unsigned *route_counter; // gpt-oss moe_route
 };
 Buffers carve(const Session &s);
 

@@ -25,19 +25,23 @@ int64_t attention_workspace_floats(const Hparams &hp, int64_t n_batch) {
                                              static_cast<int32_t>(hp.head_dim));
 }
 
-// The attention workspace starts with split counters that must start at zero (kernels.hpp);
-// zeroed on the session's first forward on the device (session_begin also runs on hosts without
-// one). Were that first call a captured decode step, the graph would zero them on every replay,
-// where they are zero already: correct either way.
+// The attention workspace and moe_route's counter must start at zero (kernels.hpp); zeroed on
+// the session's first forward on the device (session_begin also runs on hosts without one). Were
+// that first call a captured decode step, the graph would zero them on every replay, where they
+// are zero already: correct either way.
 namespace {
-void zero_attention_workspace_once(Instance &inst, cudaStream_t stream) {
+void zero_counters_once(Instance &inst, cudaStream_t stream) {
   Session &s = inst.session;
-  if (s.attn_ws_zeroed) return;
-  const cudaError_t e = kernels::attention_workspace_clear(
-      reinterpret_cast<float *>(static_cast<unsigned char *>(s.scratch) + s.layout.attn_ws),
-      s.layout.attn_ws_floats, stream);
+  if (s.counters_zeroed) return;
+  auto *base = static_cast<unsigned char *>(s.scratch);
+  cudaError_t e = kernels::attention_workspace_clear(reinterpret_cast<float *>(base + s.layout.attn_ws),
+                                                     s.layout.attn_ws_floats, stream);
   if (e != cudaSuccess) fail_cuda(e, "zeroing the attention workspace", -1);
-  s.attn_ws_zeroed = true;
+  if (inst.hp.family != Family::Gpt2) {
+    e = cudaMemsetAsync(base + s.layout.route_counter, 0, sizeof(unsigned), stream);
+    if (e != cudaSuccess) fail_cuda(e, "zeroing the routing counter", -1);
+  }
+  s.counters_zeroed = true;
 }
 } // namespace
 
@@ -46,9 +50,12 @@ Buffers carve(const Session &s) {
   const ScratchLayout &L = s.layout;
   auto f = [&](size_t off) { return reinterpret_cast<float *>(base + off); };
   auto i = [&](size_t off) { return reinterpret_cast<int32_t *>(base + off); };
-  return Buffers{f(L.x),    f(L.h),      f(L.qkv),       f(L.q),       f(L.k),          f(L.v),  f(L.attn),
-                 f(L.proj), f(L.ffn),    f(L.router),    f(L.weights), f(L.gate),       f(L.up), f(L.down),
-                 i(L.ids),  i(L.tokens), i(L.positions), f(L.attn_ws), L.attn_ws_floats};
+  return Buffers{
+      f(L.x),         f(L.h),       f(L.qkv),         f(L.q),
+      f(L.k),         f(L.v),       f(L.attn),        f(L.proj),
+      f(L.ffn),       f(L.router),  f(L.weights),     f(L.gate),
+      f(L.up),        f(L.down),    i(L.ids),         i(L.tokens),
+      i(L.positions), f(L.attn_ws), L.attn_ws_floats, reinterpret_cast<unsigned *>(base + L.route_counter)};
 }
 
 __half *k_cache(const Instance &inst, int64_t il) {
@@ -88,7 +95,7 @@ void head(const Instance &inst, const DeviceOps &ops, const Buffers &b, int64_t 
 void forward_device(Instance &inst, const int32_t *tokens, int64_t n, int64_t pos, float *logits,
                     uint32_t flags) {
   const DeviceOps ops(inst.host);
-  zero_attention_workspace_once(inst, ops.stream());
+  zero_counters_once(inst, ops.stream());
   const Buffers b = carve(inst.session);
   const bool all = (flags & WO_FWD_LOGITS_ALL) != 0;
   const bool on_device = (flags & WO_FWD_TOKENS_ON_DEVICE) != 0;
@@ -122,7 +129,7 @@ void decode_step_device(Instance &inst, const int32_t *token, const int32_t *pos
     throw Error(WO_ERR_INVALID_ARGUMENT, "decode_step: unavailable while the host records the routing trace; "
                                          "use forward");
   const DeviceOps ops(inst.host);
-  zero_attention_workspace_once(inst, ops.stream());
+  zero_counters_once(inst, ops.stream());
   Buffers b = carve(inst.session);
   // The layers only read tokens and positions: the caller's device values stand in for the
   // scratch copies forward makes, so nothing here depends on the position on the host.

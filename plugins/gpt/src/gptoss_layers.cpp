@@ -9,6 +9,8 @@
 // the device ids (no host round trip unless the host is tracing the routing).
 #include "device_ops.hpp"
 
+#include <worker/ggml_types.hpp>
+
 #include <cmath>
 
 namespace wo::gpt {
@@ -90,11 +92,9 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     }
     float *const x_out[1] = {b.x};
-    if (fold &&
-        ops.linear_fused(1, &w.attn_output, b.attn, x_out, wo::fusion_residual(f32_data(w.attn_output_b)))) {
-      cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
-              "post_attention_norm", il);
-    } else {
+    const bool residual_folded = fold && ops.linear_fused(1, &w.attn_output, b.attn, x_out,
+                                                          wo::fusion_residual(f32_data(w.attn_output_b)));
+    if (!residual_folded) {
       ops.linear(w.attn_output, b.attn, b.proj, m);
       cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);
       if (inst.fused) { // x += proj; h = rmsnorm(x) * w in one kernel
@@ -109,23 +109,40 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     }
 
     // ---- mixture of experts
-    ops.linear(w.ffn_gate_inp, b.h, b.router, m);
     const bool tracing = routing_trace_enabled(inst);
-    if (tracing) { // debug: the pre-bias top-k, in the buffers the real selection overwrites next
-      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
-              "router top-k (pre-bias trace)", il);
-      record_routing(inst, RoutingTrace::PreBias, b.ids, m * K, il, s);
-    }
-    if (inst.fused) { // the biases ride in their consumers: the same float adds, 4 launches fewer
-      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s,
-                                    f32_data(w.ffn_gate_inp_b)),
-              "router bias + top-k", il);
+    // One token with the residual already in x: norm, router and top-k in one launch (the same
+    // bits as the three steps below, kernels.hpp).
+    kernels::MoeRoute route;
+    route.x = b.x, route.norm_w = f32_data(w.post_attention_norm), route.eps = hp.norm_eps;
+    route.w = f32_data(w.ffn_gate_inp), route.bias = f32_data(w.ffn_gate_inp_b);
+    route.h = b.h, route.logits = b.router, route.ids = b.ids, route.weights = b.weights;
+    route.counter = b.route_counter;
+    route.n_embd = static_cast<int32_t>(E), route.n_expert = static_cast<int32_t>(X);
+    route.k = static_cast<int32_t>(K);
+    if (residual_folded && !tracing && w.ffn_gate_inp->ggml_type == ggml::F32 &&
+        w.ffn_gate_inp->nb1 == static_cast<uint64_t>(E) * sizeof(float) && kernels::moe_route_fits(route)) {
+      cuda_ok(kernels::moe_route(route, s), "post_attention_norm + router + top-k", il);
     } else {
-      cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
-      cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
-              "router top-k", il);
+      if (residual_folded)
+        cuda_ok(kernels::rms_norm(b.x, f32_data(w.post_attention_norm), b.h, m, E, hp.norm_eps, s),
+                "post_attention_norm", il);
+      ops.linear(w.ffn_gate_inp, b.h, b.router, m);
+      if (tracing) { // debug: the pre-bias top-k, in the buffers the real selection overwrites next
+        cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
+                "router top-k (pre-bias trace)", il);
+        record_routing(inst, RoutingTrace::PreBias, b.ids, m * K, il, s);
+      }
+      if (inst.fused) { // the biases ride in their consumers: the same float adds, 4 launches fewer
+        cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s,
+                                      f32_data(w.ffn_gate_inp_b)),
+                "router bias + top-k", il);
+      } else {
+        cuda_ok(kernels::add_bias(b.router, f32_data(w.ffn_gate_inp_b), m, X, s), "router bias", il);
+        cuda_ok(kernels::topk_softmax(b.router, b.ids, b.weights, m, X, static_cast<int32_t>(K), s),
+                "router top-k", il);
+      }
+      if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     }
-    if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
     ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K);
     kernels::IndexedBias expert_b; // empty: no bias in the SwiGLU

@@ -18,7 +18,8 @@ struct Session {
   void *kv = nullptr;      // WO_VRAM_KV_CACHE: per layer K then V, [n_ctx][kv_dim] FP16 each
   void *scratch = nullptr; // WO_VRAM_SCRATCH: ScratchLayout for n_batch tokens
   ScratchLayout layout;
-  bool attn_ws_zeroed = false; // the attention workspace's counters start at zero (first forward)
+  bool counters_zeroed =
+      false; // the attention workspace's and routing counters start at zero (first forward)
 };
 
 struct Instance {

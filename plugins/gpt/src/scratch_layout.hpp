@@ -31,6 +31,7 @@ struct ScratchLayout {
   size_t positions = 0; // positions             i32 [n]
   size_t attn_ws = 0;   // attention split-K workspace (decode on long contexts), f32
   int64_t attn_ws_floats = 0;
+  size_t route_counter = 0; // gpt-oss: moe_route's last-block counter, u32 (zeroed with attn_ws)
   size_t total = 0;
 };
 
@@ -69,6 +70,7 @@ inline ScratchLayout scratch_layout(const Hparams &hp, int64_t n_batch, int64_t 
   L.positions = take(n * sizeof(int32_t));
   L.attn_ws_floats = attn_ws_floats;
   L.attn_ws = take(static_cast<size_t>(attn_ws_floats) * f);
+  if (hp.family != Family::Gpt2) L.route_counter = take(sizeof(unsigned));
   return L;
 }
 

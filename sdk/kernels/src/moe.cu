@@ -9,24 +9,21 @@ namespace {
 
 constexpr int kMaxCols = 1024, kMaxK = 32;
 
-// One warp per row. Each lane holds P = ceil(n_cols / 32) logits (a template argument, so the
-// arrays stay in registers: GPT-OSS's 32 experts take P = 1); k rounds of a warp-wide argmax pick
-// the experts in descending order (ties: lower index). Lane s keeps round s's logit (k <= 32).
-template <int P>
-__global__ void topk_softmax_kernel(const float *logits, const float *bias, int32_t *ids, float *weights,
-                                    int64_t n_rows, int32_t n_cols, int32_t k) {
-  wo::pdl::enter();
+// One warp picks one row's experts. Each lane holds P = ceil(n_cols / 32) logits (a template
+// argument, so the arrays stay in registers: GPT-OSS's 32 experts take P = 1); k rounds of a
+// warp-wide argmax pick the experts in descending order (ties: lower index). Lane s keeps round
+// s's logit (k <= 32). load(c) returns logit c (c < n_cols).
+template <int P, class Load>
+__device__ __forceinline__ void topk_softmax_warp(Load load, const float *bias, int32_t *ids, float *weights,
+                                                  int32_t n_cols, int32_t k) {
   const int lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= n_rows) return;
-  const float *x = logits + row * n_cols;
   float v[P];
 #pragma unroll
   for (int r = 0; r < P; ++r) {
     const int c = lane + 32 * r;
     // NaN router logits (a broken upstream op) rank last instead of poisoning the comparisons:
     // every chosen id then stays inside [0, n_cols), so nothing downstream indexes out of bounds.
-    const float xb = c < n_cols ? (bias ? x[c] + bias[c] : x[c]) : 0.0f; // the add add_bias would do
+    const float xb = c < n_cols ? (bias ? load(c) + bias[c] : load(c)) : 0.0f; // the add add_bias would do
     v[r] = c < n_cols && !isnan(xb) ? xb : -INFINITY;
   }
   unsigned taken = 0; // bit r: column lane + 32r already chosen
@@ -46,14 +43,25 @@ __global__ void topk_softmax_kernel(const float *logits, const float *bias, int3
     }
     if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
     if (lane == s) mine = bv;
-    if (lane == 0) ids[row * k + s] = bi;
+    if (lane == 0) ids[s] = bi;
   }
   // Softmax over the chosen logits, summed in round order on every lane (k is warp-uniform).
   const float m = __shfl_sync(0xffffffffu, mine, 0); // the largest
   float sum = 0.0f;
   for (int s = 0; s < k; ++s)
     sum += expf(__shfl_sync(0xffffffffu, mine, s) - m);
-  if (lane < k) weights[row * k + lane] = expf(mine - m) / sum;
+  if (lane < k) weights[lane] = expf(mine - m) / sum;
+}
+
+// One warp per row.
+template <int P>
+__global__ void topk_softmax_kernel(const float *logits, const float *bias, int32_t *ids, float *weights,
+                                    int64_t n_rows, int32_t n_cols, int32_t k) {
+  wo::pdl::enter();
+  const int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= n_rows) return;
+  const float *x = logits + row * n_cols;
+  topk_softmax_warp<P>([&](int c) { return x[c]; }, bias, ids + row * k, weights + row * k, n_cols, k);
 }
 
 template <int P>
@@ -89,6 +97,87 @@ __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float 
     }
     out[i] = accumulate ? out[i] + s : s;
   }
+}
+
+// moe_route: see kernels.hpp. Block e: the norm of x (rms_norm.cuh's partition: every block
+// normalizes the row itself, 2880 floats from L2, rather than wait for a norm kernel), then router
+// row e against h from shared memory. The weight row is in registers before pdl::enter (no earlier
+// kernel writes it), so the wait overlaps the only DRAM read of the launch.
+constexpr int kRouteThreads = wo::rmsnorm::kThreads;
+constexpr int kRouteIters =
+    static_cast<int>(wo::rmsnorm::kMaxCols / 8 / kRouteThreads); // 8-float blocks per thread
+static_assert(kRouteThreads == 256,
+              "the F32 router GEMV's CTA (gemv_wide_kernel): same partition, same bits");
+
+template <int P> __global__ void __launch_bounds__(kRouteThreads) moe_route_kernel(const MoeRoute r) {
+  namespace rn = wo::rmsnorm;
+  extern __shared__ float4 h_s[]; // [n_embd / 4]
+  __shared__ float warp_sums[kRouteThreads / 32];
+  __shared__ int is_last;
+  const int tid = threadIdx.x;
+  const int64_t n4 = r.n_embd / 4, n8 = r.n_embd / 8;
+  const float4 *wr = reinterpret_cast<const float4 *>(r.w) + blockIdx.x * n4;
+  float4 wv[kRouteIters][2];
+#pragma unroll
+  for (int it = 0; it < kRouteIters; ++it) {
+    const int64_t b = tid + static_cast<int64_t>(it) * kRouteThreads;
+    wv[it][0] = wv[it][1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (b < n8) wv[it][0] = wr[2 * b], wv[it][1] = wr[2 * b + 1];
+  }
+  wo::pdl::enter();
+  const float4 *xr = reinterpret_cast<const float4 *>(r.x), *gr = reinterpret_cast<const float4 *>(r.norm_w);
+  float4 v[rn::kVec], g[rn::kVec];
+#pragma unroll
+  for (int k = 0; k < rn::kVec; ++k) {
+    const int64_t i = tid + static_cast<int64_t>(k) * kRouteThreads;
+    v[k] = g[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < n4) v[k] = xr[i], g[k] = gr[i];
+  }
+  const float inv = rn::row_inv_rms([&](int k, int64_t) { return v[k]; }, r.n_embd, r.eps);
+#pragma unroll
+  for (int k = 0; k < rn::kVec; ++k) {
+    const int64_t i = tid + static_cast<int64_t>(k) * kRouteThreads;
+    if (i < n4) {
+      const float4 hv = make_float4(rn::apply(v[k].x, inv, g[k].x), rn::apply(v[k].y, inv, g[k].y),
+                                    rn::apply(v[k].z, inv, g[k].z), rn::apply(v[k].w, inv, g[k].w));
+      h_s[i] = hv;
+      if (blockIdx.x == 0) reinterpret_cast<float4 *>(r.h)[i] = hv;
+    }
+  }
+  __syncthreads();
+  // gemv_wide_kernel's F32 dot: 8-float blocks tid, tid + 256, ..., each as two four-term sums onto
+  // acc; warp sums, then the 8 warps' sums in order.
+  float acc = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kRouteIters; ++it) {
+    const int64_t b = tid + static_cast<int64_t>(it) * kRouteThreads;
+    if (b < n8) {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const float4 a = wv[it][q], xv = h_s[2 * b + q];
+        acc += a.x * xv.x + a.y * xv.y + a.z * xv.z + a.w * xv.w;
+      }
+    }
+  }
+  acc = detail::warp_sum(acc);
+  if (tid % 32 == 0) warp_sums[tid / 32] = acc;
+  __syncthreads();
+  if (tid == 0) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w8 = 0; w8 < kRouteThreads / 32; ++w8)
+      sum += warp_sums[w8];
+    r.logits[blockIdx.x] = sum;
+    __threadfence(); // the logit is visible before the counter says so
+    is_last = atomicAdd(r.counter, 1u) == static_cast<unsigned>(r.n_expert - 1);
+    if (is_last) atomicExch(r.counter, 0u); // every block has counted: ready for the next call
+  }
+  __syncthreads();
+  if (!is_last || tid >= 32) return;
+  __threadfence();
+  // The other blocks' logits come from other SMs: L2 reads.
+  topk_softmax_warp<P>([&](int c) { return __ldcg(r.logits + c); }, r.bias, r.ids, r.weights, r.n_expert,
+                       r.k);
 }
 
 } // namespace
@@ -127,6 +216,22 @@ cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64
   if (n_tokens == 0) return cudaSuccess;
   return detail::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
                         stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids);
+}
+
+bool moe_route_fits(const MoeRoute &r) {
+  const auto al = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return r.x && r.norm_w && r.w && r.h && r.logits && r.ids && r.weights && r.counter && al(r.x) &&
+         al(r.norm_w) && al(r.w) && al(r.h) && r.n_embd > 0 && r.n_embd % 8 == 0 &&
+         r.n_embd <= wo::rmsnorm::kMaxCols && r.n_expert > 0 && r.n_expert <= 128 && r.k > 0 &&
+         r.k <= kMaxK && r.k <= r.n_expert;
+}
+
+cudaError_t moe_route(const MoeRoute &r, cudaStream_t stream) {
+  if (!moe_route_fits(r)) return cudaErrorInvalidValue;
+  const size_t smem = static_cast<size_t>(r.n_embd) * sizeof(float);
+  const auto grid = static_cast<unsigned>(r.n_expert);
+  if (r.n_expert <= 32) return detail::launch(moe_route_kernel<1>, grid, kRouteThreads, smem, stream, r);
+  return detail::launch(moe_route_kernel<4>, grid, kRouteThreads, smem, stream, r);
 }
 
 } // namespace wo::kernels

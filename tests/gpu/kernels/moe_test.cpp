@@ -4,6 +4,7 @@
 #include <worker/kernels.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 namespace wo::kernels::test {
@@ -121,6 +122,77 @@ TEST(MoeKernels, BiasesInConsumersEqualSeparateAdds) {
       weighted_sum_slots(dd2.get(), dw1.get(), da2.get(), tokens, k, cols, true, nullptr, ddb.get(), nullptr),
       cudaErrorInvalidValue)
       << "a bias without ids must be refused";
+}
+
+// gpt-oss decode routes a token in one launch (moe_route) instead of rms_norm, the router GEMV
+// and topk_softmax. h must be the norm kernel's very floats (the experts read it), the logits the
+// F32 dot to float rounding, and the choice exactly topk_softmax's on those logits. Three calls
+// in a row on fresh inputs: the last-block counter must come back to zero every time.
+TEST(MoeKernels, RouteEqualsNormRouterTopk) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Shape {
+    int32_t embd, experts, k;
+  };
+  for (const Shape sh : {Shape{2880, 32, 4}, Shape{4096, 128, 8}, Shape{64, 7, 7}, Shape{1000, 33, 1}}) {
+    const int64_t E = sh.embd, X = sh.experts;
+    auto nw = randn(E, rng, 0.3f, 1.0f), w = randn(X * E, rng, 0.05f), bias = randn(X, rng, 0.5f);
+    DeviceBuffer<float> dnw(nw), dw(w), dbias(bias), dx(E), dh(E), dh_ref(E), dlog(X), dwt(sh.k),
+        dwt_ref(sh.k);
+    DeviceBuffer<int32_t> dids(sh.k), dids_ref(sh.k);
+    DeviceBuffer<unsigned> dctr(std::vector<unsigned>{0u});
+    MoeRoute r;
+    r.x = dx.get(), r.norm_w = dnw.get(), r.eps = 1e-5f, r.w = dw.get(), r.bias = dbias.get();
+    r.h = dh.get(), r.logits = dlog.get(), r.ids = dids.get(), r.weights = dwt.get(), r.counter = dctr.get();
+    r.n_embd = sh.embd, r.n_expert = sh.experts, r.k = sh.k;
+    ASSERT_TRUE(moe_route_fits(r)) << E << " x " << X;
+    for (int call = 0; call < 3; ++call) {
+      const auto x = randn(E, rng, 2.0f);
+      dx.upload(x);
+      ASSERT_EQ(moe_route(r, nullptr), cudaSuccess);
+      ASSERT_EQ(rms_norm(dx.get(), dnw.get(), dh_ref.get(), 1, E, 1e-5f, nullptr), cudaSuccess);
+      const auto h = dh.download();
+      ASSERT_EQ(h, dh_ref.download())
+          << "h, shape " << E << " x " << X << " call " << call << " seed " << seed;
+      std::vector<double> ref(X);
+      for (int64_t e = 0; e < X; ++e) {
+        double s = 0;
+        for (int64_t c = 0; c < E; ++c)
+          s += double(w[e * E + c]) * h[c];
+        ref[e] = s;
+      }
+      const auto logits = dlog.download();
+      EXPECT_TRUE(close(logits, ref, 1e-5, 1e-5)) << "logits, shape " << E << " x " << X << " seed " << seed;
+      DeviceBuffer<float> dlog2(logits);
+      ASSERT_EQ(topk_softmax(dlog2.get(), dids_ref.get(), dwt_ref.get(), 1, X, sh.k, nullptr, dbias.get()),
+                cudaSuccess);
+      EXPECT_EQ(dids.download(), dids_ref.download()) << "shape " << E << " x " << X << " seed " << seed;
+      EXPECT_EQ(dwt.download(), dwt_ref.download()) << "shape " << E << " x " << X << " seed " << seed;
+      EXPECT_EQ(dctr.download()[0], 0u) << "the counter must be left at zero";
+    }
+  }
+  MoeRoute bad;
+  EXPECT_FALSE(moe_route_fits(bad)) << "null pointers";
+  EXPECT_EQ(moe_route(bad, nullptr), cudaErrorInvalidValue);
+  DeviceBuffer<float> a(8192), b(8192);
+  DeviceBuffer<int32_t> ids(4);
+  DeviceBuffer<unsigned> ctr(1);
+  bad.x = a.get(), bad.norm_w = a.get(), bad.w = b.get(), bad.h = a.get(), bad.logits = a.get();
+  bad.ids = ids.get(), bad.weights = a.get(), bad.counter = ctr.get(), bad.n_embd = 2880, bad.n_expert = 32;
+  bad.k = 4;
+  EXPECT_TRUE(moe_route_fits(bad));
+  for (auto mutate : std::vector<std::function<void(MoeRoute &)>>{
+           [](MoeRoute &r) { r.n_embd = 2884; },  // not a multiple of 8
+           [](MoeRoute &r) { r.n_embd = 4104; },  // over the norm's register partition
+           [](MoeRoute &r) { r.n_expert = 129; }, // over the top-k's registers
+           [](MoeRoute &r) { r.k = 33; },         // over 32
+           [](MoeRoute &r) { r.w = r.w + 1; }}) { // not 16-byte aligned
+    MoeRoute m = bad;
+    mutate(m);
+    EXPECT_FALSE(moe_route_fits(m));
+    EXPECT_EQ(moe_route(m, nullptr), cudaErrorInvalidValue);
+  }
 }
 
 } // namespace

@@ -208,6 +208,31 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
 cudaError_t topk_softmax(const float *logits, int32_t *ids, float *weights, int64_t n_rows, int64_t n_cols,
                          int32_t k, cudaStream_t stream, const float *bias = nullptr);
 
+// One token's routing in one launch (gpt-oss decode), instead of rms_norm, the router GEMV and
+// topk_softmax:
+//   h = rms_norm(x) * norm_w                  (rms_norm's bits; stored for the experts)
+//   logits[e] = sum_c w[e][c] h[c]            (the F32 router GEMV's partition and order: its bits)
+//   ids, weights = topk_softmax(logits, k, bias)
+// One block per expert; the last block to finish picks. counter: a device unsigned that is zero
+// before the first call and that every call leaves zero (clear it once, like the attention
+// workspace). moe_route_fits says whether a shape takes it (n_embd a multiple of 8 up to
+// 4096, n_expert <= 128, k <= 32, 16-byte aligned rows); cudaErrorInvalidValue otherwise.
+struct MoeRoute {
+  const float *x = nullptr;      // [n_embd], the residual stream
+  const float *norm_w = nullptr; // [n_embd]
+  float eps = 0.0f;
+  const float *w = nullptr;    // router weight, F32 [n_expert][n_embd]
+  const float *bias = nullptr; // optional [n_expert]; the logits are stored without it
+  float *h = nullptr;          // [n_embd] out
+  float *logits = nullptr;     // [n_expert] out
+  int32_t *ids = nullptr;      // [k] out
+  float *weights = nullptr;    // [k] out
+  unsigned *counter = nullptr;
+  int32_t n_embd = 0, n_expert = 0, k = 0;
+};
+bool moe_route_fits(const MoeRoute &r);
+cudaError_t moe_route(const MoeRoute &r, cudaStream_t stream);
+
 // y[r][c] += b[ids[r]][c]: a per-row choice among bias rows (expert biases); b is [n_b][n_cols].
 cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64_t n_rows, int64_t n_cols,
                              cudaStream_t stream);
