@@ -26,14 +26,40 @@
 
 namespace wo::quant::dev {
 
+// acc[t] += row w's dot with token t's activations over the (block, part) pairs first, first +
+// stride, ... of the row: a warp's lanes (gemv_kernel) or a CTA's threads (gemv_wide_kernel) walk
+// consecutive parts, so their loads cover consecutive bytes. Each part adds its four-value groups
+// in order, one expression each: the kernels that share this walk share its bits.
+template <class D, int NT>
+__device__ __forceinline__ void row_parts_dot(const GemvParams &p, const Problem &q, const uint8_t *w,
+                                              int64_t first, int stride, float (&acc)[NT]) {
+  const int64_t n_parts = p.cols / D::QK * D::PARTS;
+#pragma unroll 2
+  for (int64_t i = first; i < n_parts; i += stride) {
+    const int64_t blk = i / D::PARTS;
+    const int part = static_cast<int>(i % D::PARTS);
+    float v[D::V];
+    D::decode(w + blk * D::BYTES, part, v);
+#pragma unroll
+    for (int g = 0; g < D::V / 4; ++g) {
+      const int64_t s = blk * D::QK + D::start(part, g);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < q.ntok) {
+          const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
+          acc[t] += v[4 * g] * xv.x + v[4 * g + 1] * xv.y + v[4 * g + 2] * xv.z + v[4 * g + 3] * xv.w;
+        }
+      }
+    }
+  }
+}
+
 template <class D, int NT>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
   wo::pdl::enter(); // launched with pdl::launch (decode path)
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
   if (row >= p.rows) return;
-  const int64_t n_blocks = p.cols / D::QK;
-  const int64_t n_parts = n_blocks * D::PARTS;
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<NT>(p, prob, q)) return;
@@ -41,29 +67,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams 
       if (lane == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
       continue;
     }
-    const uint8_t *w = q.w + row * p.row_bytes;
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t)
       acc[t] = 0.0f;
-#pragma unroll 2
-    for (int64_t i = lane; i < n_parts; i += 32) {
-      const int64_t blk = i / D::PARTS;
-      const int part = static_cast<int>(i % D::PARTS);
-      float v[D::V];
-      D::decode(w + blk * D::BYTES, part, v);
-#pragma unroll
-      for (int g = 0; g < D::V / 4; ++g) {
-        const int64_t s = blk * D::QK + D::start(part, g);
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          if (t < q.ntok) {
-            const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
-            acc[t] += v[4 * g] * xv.x + v[4 * g + 1] * xv.y + v[4 * g + 2] * xv.z + v[4 * g + 3] * xv.w;
-          }
-        }
-      }
-    }
+    row_parts_dot<D, NT>(p, q, q.w + row * p.row_bytes, lane, 32, acc);
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       const float s = warp_sum(acc[t]);
@@ -81,7 +89,6 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
   __shared__ float warp_sums[kWideThreads / 32];
   wo::pdl::enter(); // launched with pdl::launch (decode path)
   const int64_t row = blockIdx.x;
-  const int64_t n_parts = p.cols / D::QK * D::PARTS;
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return;
@@ -89,20 +96,9 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
       if (threadIdx.x == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
       continue;
     }
-    const uint8_t *w = q.w + row * p.row_bytes;
-    float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < n_parts; i += kWideThreads) {
-      const int64_t blk = i / D::PARTS;
-      const int part = static_cast<int>(i % D::PARTS);
-      float v[D::V];
-      D::decode(w + blk * D::BYTES, part, v);
-#pragma unroll
-      for (int g = 0; g < D::V / 4; ++g) {
-        const float4 xv = load_x4(p.x, q.x_off + blk * D::QK + D::start(part, g), p.x_f16);
-        acc += v[4 * g] * xv.x + v[4 * g + 1] * xv.y + v[4 * g + 2] * xv.z + v[4 * g + 3] * xv.w;
-      }
-    }
-    acc = warp_sum(acc);
+    float accs[1] = {0.0f};
+    row_parts_dot<D, 1>(p, q, q.w + row * p.row_bytes, threadIdx.x, kWideThreads, accs);
+    const float acc = warp_sum(accs[0]);
     __syncthreads(); // the previous problem's sums are read
     if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
     __syncthreads();
