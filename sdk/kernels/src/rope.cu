@@ -20,13 +20,11 @@ __global__ void rope_kernel(float *x, int64_t n_tokens, const int32_t *positions
     const int32_t h = static_cast<int32_t>(th % k.n_heads);
     const int64_t t = th / k.n_heads;
     float *v = x + t * k.stride + static_cast<int64_t>(h) * k.head_dim;
-    float c, s;
-    detail::rope_cos_sin(k, positions[t], i, c, s);
     int32_t a, b;
     detail::rope_pair_dims(k, i, a, b);
-    const float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x0 * s + x1 * c;
+    float x0 = v[a], x1 = v[b];
+    detail::bias_rotate_pair(k, positions[t], i, nullptr, a, b, x0, x1); // i < n_dims / 2: rotates
+    v[a] = x0, v[b] = x1;
   }
 }
 
