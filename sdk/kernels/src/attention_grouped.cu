@@ -139,8 +139,9 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
   if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh);
-  __syncthreads();                        // row_lo / row_hi
-  int64_t lo = row_lo[0], hi = row_hi[0]; // the union of the rows' keys
+  if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f; // every row's state, keys or none
+  __syncthreads();                                           // row_lo / row_hi, m_s / l_s
+  int64_t lo = row_lo[0], hi = row_hi[0];                    // the union of the rows' keys
   for (int i = G; i < R; i += G)
     lo = min(lo, row_lo[i]), hi = max(hi, row_hi[i]);
 
@@ -197,7 +198,6 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
             q_s[qi * group_len + i] = qt[i] * k.scale;
         }
       }
-      if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
       __syncthreads();
     }
     { // Scores: key tid / 2; the pair's threads take alternate 8-dimension chunks.
@@ -279,11 +279,6 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     }
     __syncthreads(); // the next tile rewrites p_s and c_s
   }
-  if (lo >= hi) { // no visible keys (one split): the queries were never needed
-    if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f;
-    __syncthreads();
-  }
-
 #pragma unroll
   for (int g = 0; g < kR; ++g)
     if (g < R)
