@@ -212,9 +212,22 @@ void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, in
   const int64_t E = hp_.n_embd;
   float *x = b.x + first * E;
   const float *nw = static_cast<const float *>(norm->data);
-  if (!residual_pending_ && rows == 1 &&
-      try_fused(WO_LINEAR_STACK, k, w, x, y, wo::fusion_norm(nw, hp_.rms_eps), layer))
-    return;
+  int32_t done = 0; // weights already enqueued with the norm folded in
+  if (!residual_pending_ && rows == 1) {
+    const wo_linear_fusion fn = wo::fusion_norm(nw, hp_.rms_eps);
+    if (try_fused(WO_LINEAR_STACK, k, w, x, y, fn, layer)) return;
+    // A stack of mixed types (Qwen2.5's Q4_K_M: Q5_0 q and k, Q8_0 v in a third of the layers) is
+    // refused as a whole; one fused pass per run of one type, each with the norm, beats the norm
+    // kernel and k separate GEMVs (the same bits: each pass equals the separate steps).
+    while (k > 1 && done < k) {
+      int32_t run = 1;
+      while (done + run < k && w[done + run]->ggml_type == w[done]->ggml_type)
+        ++run;
+      if (run == k || !try_fused(WO_LINEAR_STACK, run, w + done, x, y + done, fn, layer)) break;
+      done += run;
+    }
+    if (done == k) return;
+  }
   auto st = static_cast<cudaStream_t>(stream_);
   if (residual_pending_ && !(flags_ & WO_ARCH_UNFUSED))
     cuda(k::add_rms_norm(x, b.o + first * E, nw, b.h, rows, E, hp_.rms_eps, st), "residual + norm", layer);
@@ -223,10 +236,10 @@ void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, in
     cuda(k::rms_norm(x, nw, b.h, rows, E, hp_.rms_eps, st), "norm", layer);
   }
   residual_pending_ = false;
-  if (k == 1)
-    linear(w[0], b.h, y[0], rows, layer);
+  if (k - done == 1) // the rest: weights done.. (all of them unless a run above was refused)
+    linear(w[done], b.h, y[done], rows, layer);
   else
-    linear_multi(k, w, b.h, y, rows, layer);
+    linear_multi(k - done, w + done, b.h, y + done, rows, layer);
 }
 
 bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer) {
