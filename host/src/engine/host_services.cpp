@@ -131,6 +131,22 @@ wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype 
   });
 }
 
+// 1.6: the codec's settled entry where it has one, else its linear_id (the same results).
+wo_status host_linear_id_settled(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                 int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                 const int32_t *ids, int64_t n_slots) {
+  auto &e = impl(ctx);
+  const QuantRoute *q = nullptr;
+  const wo_status st = codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(w, "linear_id_settled");
+    if (WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_id_settled) && q->vt->linear_id_settled)
+      return q->vt->linear_id_settled(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+    return WO_ERR_UNSUPPORTED;
+  });
+  if (st != WO_ERR_UNSUPPORTED) return st;
+  return host_linear_id(ctx, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+}
+
 // linear_multi's and linear_fused's weight list: 1..WO_LINEAR_MULTI_MAX weights, none NULL.
 wo_status check_weight_list(Engine::Impl &e, const char *op, int32_t n, const wo_tensor *const *w,
                             void *const *y) {
@@ -276,6 +292,7 @@ void Engine::Impl::fill_host() {
   host.linear_multi = host_linear_multi;
   host.linear_swiglu = host_linear_swiglu;
   host.linear_fused = host_linear_fused;
+  host.linear_id_settled = host_linear_id_settled;
 }
 
 } // namespace wo::engine

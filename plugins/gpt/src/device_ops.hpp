@@ -45,12 +45,15 @@ public:
     if (s != WO_OK) fail_host(s, "linear_fused", w[0]);
     return true;
   }
-  // Experts: y[t][k] = W[ids[t][k]] x[t][x_slots == 1 ? 0 : k].
+  // Experts: y[t][k] = W[ids[t][k]] x[t][x_slots == 1 ? 0 : k]. settled: the ids were written two
+  // or more launches back, so the codec may start on the experts' weights early (SDK 1.6).
   void linear_id(const wo_tensor *w, const float *x, int64_t x_slots, float *y, int64_t n, const int32_t *ids,
-                 int64_t n_slots) const {
+                 int64_t n_slots, bool settled = false) const {
     if (!h_->linear_id) fail_host(WO_ERR_UNSUPPORTED, "linear_id", w);
-    const wo_status s = h_->linear_id(h_->ctx, w, x, WO_DTYPE_F32, x_slots, y, WO_DTYPE_F32, n, ids, n_slots);
-    if (s != WO_OK) fail_host(s, "linear_id", w);
+    const wo_status s =
+        settled ? wo::linear_id_settled(h_, w, x, WO_DTYPE_F32, x_slots, y, WO_DTYPE_F32, n, ids, n_slots)
+                : h_->linear_id(h_->ctx, w, x, WO_DTYPE_F32, x_slots, y, WO_DTYPE_F32, n, ids, n_slots);
+    if (s != WO_OK) fail_host(s, settled ? "linear_id_settled" : "linear_id", w);
   }
   // out[i] = W[ids[i]] as f32 (ids on the device).
   void gather(const wo_tensor *w, const int32_t *ids, int64_t n, float *out) const {

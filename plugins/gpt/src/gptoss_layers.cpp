@@ -144,7 +144,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     }
     ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
-    ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K);
+    // The ids are settled for up and down (the gate launch came between): their weights start early.
+    ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K, /*settled=*/true);
     kernels::IndexedBias expert_b; // empty: no bias in the SwiGLU
     if (inst.fused) {
       expert_b.gate = f32_data(w.ffn_gate_exps_b);
@@ -159,7 +160,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(
         kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s, 0, expert_b),
         "expert clamped swiglu", il);
-    ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K);
+    ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K, /*settled=*/true);
     if (!inst.fused)
       cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s),
               "expert down bias", il);

@@ -466,7 +466,7 @@ void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
 
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,
                    wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
-                   const int32_t *ids, int64_t n_slots) {
+                   const int32_t *ids, int64_t n_slots, bool ids_settled) {
   if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id: host is NULL");
   const Shape sh = weight_shape(ops, w, "linear_id", true);
   const auto what = [&] {
@@ -504,6 +504,7 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
                n_slots,
                x_slots,
                n_expert};
+  p.ids_settled = ids_settled;
   // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
   if (n_tokens >= grouped_min_tokens() && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
       max_group_tiles(n_tokens * n_slots, n_expert) <= 65535) {

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -401,6 +402,46 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
         }
       }
     }
+  }
+}
+
+// linear_id_settled (SDK 1.6) promises the ids are complete before the previous launch ends, so the
+// unit GEMV reads them and issues the chosen experts' first chunks before its PDL wait: the same
+// results as linear_id, bit for bit, at expert sizes that take the unit path (1 MiB and more each),
+// with fresh random ids every time (a chunk issued for the wrong expert would show).
+TEST_F(GpuCodec, LinearIdSettledEqualsLinearId) {
+  if (!q->linear_id_settled) GTEST_SKIP() << "codec without linear_id_settled";
+  for (uint32_t type : kPlugin.types) {
+    const int64_t cols = valid_cols(type, 2880), rows = 1024, experts = 6, slots = 4;
+    const auto raw = random_blocks(type, rows * experts, cols, rng());
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    const wo_tensor t = make_tensor(type, w.get(), cols, rows, experts);
+    ASSERT_EQ(q->check_tensor(&t), WO_OK) << q->last_error();
+    for (int64_t x_slots : {int64_t{1}, slots})
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<int32_t> ids(slots);
+        for (auto &e : ids)
+          e = static_cast<int32_t>(rng() % experts);
+        const auto xf = normal_floats(static_cast<size_t>(x_slots * cols), rng());
+        DeviceArray<float> x(xf.size()), y(slots * rows), ys(slots * rows);
+        DeviceArray<int32_t> dids(ids.size());
+        x.upload(xf.data(), xf.size());
+        dids.upload(ids.data(), ids.size());
+        ASSERT_EQ(q->linear_id(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, y.get(), WO_DTYPE_F32, 1,
+                               dids.get(), slots),
+                  WO_OK)
+            << q->last_error();
+        ASSERT_EQ(q->linear_id_settled(dev->host(), &t, x.get(), WO_DTYPE_F32, x_slots, ys.get(),
+                                       WO_DTYPE_F32, 1, dids.get(), slots),
+                  WO_OK)
+            << q->last_error();
+        dev->sync();
+        const auto a = y.download(slots * rows), b = ys.download(slots * rows);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+            << wo::ggml::type_name(type) << " x_slots " << x_slots << " ids " << ids[0] << ids[1] << ids[2]
+            << ids[3];
+      }
   }
 }
 

@@ -28,8 +28,8 @@ extern "C" {
 
 #define WORKER_SDK_ABI_MAJOR 1u
 #define WORKER_SDK_ABI_MINOR                                                                                 \
-  5u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
-        1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up */
+  6u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+        1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -212,6 +212,17 @@ struct wo_host {
   wo_status (*linear_fused)(void *ctx, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
                             wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion);
+
+  /* 1.6 (check WO_HAS_FIELD and NULL): linear_id, with the promise that `ids` were written by a
+   * launch at least two before this one on the stream, not by the one right before it (gpt-oss's
+   * up and down projections read the router's choice, made before the gate projection). The codec
+   * may then read the ids, and start loading the chosen experts' weights, while the previous
+   * launch still runs (programmatic dependent launch: every launch of the SDK kernels and codecs
+   * waits on its predecessor before it lets its successor start, so the launch before that one
+   * has finished). The same results as linear_id. */
+  wo_status (*linear_id_settled)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                 int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                 const int32_t *ids, int64_t n_slots);
 };
 #define WO_LINEAR_MULTI_MAX 4
 
@@ -346,6 +357,12 @@ typedef struct wo_quant_v1 {
   wo_status (*linear_fused)(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
                             const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion);
+
+  /* 1.6, optional (may be NULL or absent): wo_host.linear_id_settled; the host calls linear_id
+   * where a codec has none. */
+  wo_status (*linear_id_settled)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                 int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                 const int32_t *ids, int64_t n_slots);
 } wo_quant_v1;
 
 /* ---------------------------------------------------------------------------------------------

@@ -265,6 +265,17 @@ inline wo_status linear_swiglu(const wo_host *h, const wo_tensor *gate, const wo
   return WO_ERR_UNSUPPORTED;
 }
 
+// linear_id whose ids were written two or more launches back (SDK 1.6, see wo_host.linear_id_settled):
+// the host's settled entry, or its plain linear_id on an older host (the same results).
+inline wo_status linear_id_settled(const wo_host *h, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                   int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                   const int32_t *ids, int64_t n_slots) {
+  if (WO_HAS_FIELD(wo_host, h->struct_size, linear_id_settled) && h->linear_id_settled)
+    return h->linear_id_settled(h->ctx, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+  if (!h->linear_id) return WO_ERR_UNSUPPORTED;
+  return h->linear_id(h->ctx, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+}
+
 // A projection with its norm, bias or residual add folded in (SDK 1.4; see wo_linear_fusion),
 // through the host's linear_fused. WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or
 // when no single pass serves the request: the caller then runs the steps itself.

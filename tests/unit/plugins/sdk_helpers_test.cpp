@@ -205,6 +205,51 @@ TEST(LinearFused, OlderHostsAnswerUnsupportedAndNewerOnesGetTheFusion) {
   EXPECT_EQ(g_fusion_seen.accumulate, 1);
 }
 
+int g_id_calls = 0, g_id_settled_calls = 0;
+wo_status record_id(void *, const wo_tensor *, const void *, wo_dtype, int64_t, void *, wo_dtype, int64_t,
+                    const int32_t *, int64_t) {
+  ++g_id_calls;
+  return WO_OK;
+}
+wo_status record_id_settled(void *, const wo_tensor *, const void *, wo_dtype, int64_t, void *, wo_dtype,
+                            int64_t, const int32_t *, int64_t) {
+  ++g_id_settled_calls;
+  return WO_OK;
+}
+
+// linear_id_settled (1.6) is a promise about the ids, not a different result: on a 1.5 host, or a
+// host without the service, the helper makes the plain linear_id call; a 1.6 host gets the promise.
+TEST(LinearIdSettled, OlderHostsGetPlainLinearIdAndNewerOnesThePromise) {
+  wo_tensor t{};
+  float x[4] = {}, y[4] = {};
+  int32_t ids[1] = {0};
+  const auto call = [&](const wo_host &h) {
+    return wo::linear_id_settled(&h, &t, x, WO_DTYPE_F32, 1, y, WO_DTYPE_F32, 1, ids, 1);
+  };
+  wo_host older{};
+  older.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_id_settled)); // a 1.5 host
+  older.linear_id = record_id;
+  older.linear_id_settled = record_id_settled; // past its struct_size: must not be called
+  g_id_calls = g_id_settled_calls = 0;
+  EXPECT_EQ(call(older), WO_OK);
+  EXPECT_EQ(g_id_calls, 1);
+  EXPECT_EQ(g_id_settled_calls, 0);
+  wo_host none = older;
+  none.struct_size = sizeof(wo_host);
+  none.linear_id_settled = nullptr;
+  EXPECT_EQ(call(none), WO_OK);
+  EXPECT_EQ(g_id_calls, 2);
+  EXPECT_EQ(g_id_settled_calls, 0);
+  wo_host newer = older;
+  newer.struct_size = sizeof(wo_host);
+  EXPECT_EQ(call(newer), WO_OK);
+  EXPECT_EQ(g_id_calls, 2);
+  EXPECT_EQ(g_id_settled_calls, 1);
+  wo_host bare{};
+  bare.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_id_settled));
+  EXPECT_EQ(call(bare), WO_ERR_UNSUPPORTED) << "no linear_id at all";
+}
+
 // row_view: the gate and up halves of a fused [gate; up] matrix, and refusals.
 TEST(RowView, SlicesRowsOfA2dMatrixAndRefusesWhatItCannotSlice) {
   std::vector<uint8_t> dev(10 * 34), host(10 * 34);

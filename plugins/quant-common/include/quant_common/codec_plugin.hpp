@@ -105,6 +105,14 @@ template <class Codec> struct CodecPlugin {
       run_linear_id(ops_for(w, "linear_id"), host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
     });
   }
+  static wo_status linear_id_settled(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
+                                     int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
+                                     const int32_t *ids, int64_t n_slots) {
+    return guard(thread_error(), [&] {
+      run_linear_id(ops_for(w, "linear_id_settled"), host, w, x, x_type, x_slots, y, y_type, n_tokens, ids,
+                    n_slots, /*ids_settled=*/true);
+    });
+  }
   // The optional one-launch entries: run() says whether it launched; WO_ERR_UNSUPPORTED with
   // `declined` as the error text when it did not (nothing enqueued, the caller takes another path).
   template <class F> static wo_status one_launch(const char *declined, F &&run) {
@@ -155,6 +163,7 @@ template <class Codec> struct CodecPlugin {
     v.linear_multi = &linear_multi;
     v.linear_swiglu = &linear_swiglu;
     v.linear_fused = &linear_fused;
+    v.linear_id_settled = &linear_id_settled;
 #endif
     v.last_error = &last_error;
     return v;

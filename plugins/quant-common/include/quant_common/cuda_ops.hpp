@@ -85,6 +85,7 @@ struct GemvParams {
   // linear_id only (ids == nullptr for plain linear):
   const int32_t *ids;
   int64_t n_slots, x_slots, n_expert;
+  bool ids_settled = false; // ids written at least two launches back (linear_id_settled)
   // linear_multi's Segments travel as a separate kernel argument, not in here: with them inside
   // (216 bytes), nvcc 13.0 addressed this parameter through a base register and dropped the
   // expert_bytes offset from linear_id's weight pointer (every slot read expert 0's rows; caught
@@ -146,8 +147,10 @@ bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32
                       wo_dtype y_type, int64_t n_tokens, const wo_linear_fusion *fusion);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
+// ids_settled: wo_host.linear_id_settled's promise (the unit GEMV then reads the ids and issues
+// the experts' first weight chunks before waiting on the previous launch).
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,
                    wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
-                   const int32_t *ids, int64_t n_slots);
+                   const int32_t *ids, int64_t n_slots, bool ids_settled = false);
 
 } // namespace wo::quant

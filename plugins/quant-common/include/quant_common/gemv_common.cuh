@@ -91,7 +91,7 @@ template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, i
   q.bad_expert = false;
   if (p.ids) {
     if (prob >= p.n_tokens * p.n_slots) return false;
-    const int32_t e = p.ids[prob];
+    const int32_t e = __ldcg(p.ids + prob);
     if (e < 0 || e >= p.n_expert)
       q.bad_expert = true;
     else
