@@ -119,32 +119,34 @@ wo_status host_gather_rows(void *ctx, const wo_tensor *w, const int32_t *ids, in
   });
 }
 
-wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots,
-                         void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+// linear_id and (1.6) linear_id_settled through the weight's codec: its settled entry when the
+// caller promised settled ids and the codec has one, else its linear_id (the same results), else
+// the host's per-expert fallback.
+wo_status route_linear_id(void *ctx, bool settled, const wo_tensor *w, const void *x, wo_dtype x_type,
+                          int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                          int64_t n_slots) {
   auto &e = impl(ctx);
   const QuantRoute *q = nullptr;
   return codec_call(e, q, [&]() -> wo_status {
-    q = &e.route(w, "linear_id");
-    if (WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_id) && q->vt->linear_id)
-      return q->vt->linear_id(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+    q = &e.route(w, settled ? "linear_id_settled" : "linear_id");
+    const wo_quant_v1 &vt = *q->vt;
+    if (settled && WO_HAS_FIELD(wo_quant_v1, vt.struct_size, linear_id_settled) && vt.linear_id_settled)
+      return vt.linear_id_settled(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+    if (WO_HAS_FIELD(wo_quant_v1, vt.struct_size, linear_id) && vt.linear_id)
+      return vt.linear_id(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
     return e.linear_id_fallback(*q, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
   });
 }
 
-// 1.6: the codec's settled entry where it has one, else its linear_id (the same results).
+wo_status host_linear_id(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type, int64_t x_slots,
+                         void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids, int64_t n_slots) {
+  return route_linear_id(ctx, false, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+}
+
 wo_status host_linear_id_settled(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
                                  int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
                                  const int32_t *ids, int64_t n_slots) {
-  auto &e = impl(ctx);
-  const QuantRoute *q = nullptr;
-  const wo_status st = codec_call(e, q, [&]() -> wo_status {
-    q = &e.route(w, "linear_id_settled");
-    if (WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_id_settled) && q->vt->linear_id_settled)
-      return q->vt->linear_id_settled(&e.host, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
-    return WO_ERR_UNSUPPORTED;
-  });
-  if (st != WO_ERR_UNSUPPORTED) return st;
-  return host_linear_id(ctx, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
+  return route_linear_id(ctx, true, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
 }
 
 // linear_multi's and linear_fused's weight list: 1..WO_LINEAR_MULTI_MAX weights, none NULL.
