@@ -48,6 +48,11 @@ __device__ __forceinline__ float apply(float x, float inv, float g) {
   return __fmul_rn(__fmul_rn(x, inv), g);
 }
 
+// The same for four values with their four weights.
+__device__ __forceinline__ float4 apply(float4 x, float inv, float4 g) {
+  return make_float4(apply(x.x, inv, g.x), apply(x.y, inv, g.y), apply(x.z, inv, g.z), apply(x.w, inv, g.w));
+}
+
 // 1 / rms of row x[0..n_cols) (fits(n_cols), 16-byte aligned), read with the fixed partition by
 // all kThreads threads of the block. load(k, i) returns float4 number i of the row, which is this
 // thread's k-th (k < kVec, a constant after unrolling: registers can be indexed with it).

@@ -109,7 +109,6 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   constexpr int kChunks = 4 * kPairs;          // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
-  __shared__ int is_last;
   __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
   wo::pdl::enter();
   // blockIdx.y: part hp of KV head kvh's group of heads (decode: one head per part; prefill: the
@@ -326,16 +325,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     st[d] = block_sum_at(i);
     if (d == 0) st[hd] = m_s[g], st[hd + 1] = l_s[g];
   }
-  __threadfence(); // the state is visible to the merging block before the counter says so
-  __syncthreads();
-  if (tid == 0) {
-    unsigned *ctr = k.counters + t * gridDim.y + blockIdx.y;
-    is_last = atomicAdd(ctr, 1u) == static_cast<unsigned>(r.used - 1);
-    if (is_last) atomicExch(ctr, 0u); // every split of this call has counted: ready for the next call
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
+  // The last split to finish (a counter per query and block row of heads) merges.
+  if (!last_block_to_arrive(k.counters + t * gridDim.y + blockIdx.y, static_cast<unsigned>(r.used))) return;
 
   // Merge in split order. Per head: max over the non-empty states and the sink, factors
   // e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states

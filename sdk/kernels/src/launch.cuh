@@ -65,6 +65,23 @@ __device__ inline float block_max(float v) {
   return warp_max(v);
 }
 
+// Whether this block is the last of `n` to arrive at a zero-started counter, for a block that must
+// combine what the others wrote ("the last one merges", no extra kernel). Every thread of the
+// block calls it after its writes; they are made visible before the count, the last block sees
+// the others' (read them through L2), and the last one resets the counter for the next call.
+__device__ inline bool last_block_to_arrive(unsigned *counter, unsigned n) {
+  __shared__ int last;
+  __threadfence(); // this block's writes are visible before the counter says so
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == n - 1;
+    if (last) atomicExch(counter, 0u); // every block has counted: ready for the next call
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
 // RMSNorm of one row held in registers: every thread loads its (up to kNormVec) float4 of x (plus
 // delta when kAdd, and of the weight) before the one reduction, so a row costs about two memory
 // latencies instead of one per loop trip; decode rows (a few thousand floats) are latency-bound.
@@ -108,8 +125,7 @@ __global__ void rms_norm_vec_kernel(float *x, const float *delta, const float *w
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (i < n4) {
       if (kAdd) xr[i] = v[k];
-      yr[i] = make_float4(rn::apply(v[k].x, inv, g[k].x), rn::apply(v[k].y, inv, g[k].y),
-                          rn::apply(v[k].z, inv, g[k].z), rn::apply(v[k].w, inv, g[k].w));
+      yr[i] = rn::apply(v[k], inv, g[k]);
     }
   }
 }

@@ -113,7 +113,6 @@ template <int P> __global__ void __launch_bounds__(kRouteThreads) moe_route_kern
   namespace rn = wo::rmsnorm;
   extern __shared__ float4 h_s[]; // [n_embd / 4]
   __shared__ float warp_sums[kRouteThreads / 32];
-  __shared__ int is_last;
   const int tid = threadIdx.x;
   const int64_t n4 = r.n_embd / 4, n8 = r.n_embd / 8;
   const float4 *wr = reinterpret_cast<const float4 *>(r.w) + blockIdx.x * n4;
@@ -138,8 +137,7 @@ template <int P> __global__ void __launch_bounds__(kRouteThreads) moe_route_kern
   for (int k = 0; k < rn::kVec; ++k) {
     const int64_t i = tid + static_cast<int64_t>(k) * kRouteThreads;
     if (i < n4) {
-      const float4 hv = make_float4(rn::apply(v[k].x, inv, g[k].x), rn::apply(v[k].y, inv, g[k].y),
-                                    rn::apply(v[k].z, inv, g[k].z), rn::apply(v[k].w, inv, g[k].w));
+      const float4 hv = rn::apply(v[k], inv, g[k]);
       h_s[i] = hv;
       if (blockIdx.x == 0) reinterpret_cast<float4 *>(r.h)[i] = hv;
     }
@@ -168,13 +166,8 @@ template <int P> __global__ void __launch_bounds__(kRouteThreads) moe_route_kern
     for (int w8 = 0; w8 < kRouteThreads / 32; ++w8)
       sum += warp_sums[w8];
     r.logits[blockIdx.x] = sum;
-    __threadfence(); // the logit is visible before the counter says so
-    is_last = atomicAdd(r.counter, 1u) == static_cast<unsigned>(r.n_expert - 1);
-    if (is_last) atomicExch(r.counter, 0u); // every block has counted: ready for the next call
   }
-  __syncthreads();
-  if (!is_last || tid >= 32) return;
-  __threadfence();
+  if (!detail::last_block_to_arrive(r.counter, static_cast<unsigned>(r.n_expert)) || tid >= 32) return;
   // The other blocks' logits come from other SMs: L2 reads.
   topk_softmax_warp<P>([&](int c) { return __ldcg(r.logits + c); }, r.bias, r.ids, r.weights, r.n_expert,
                        r.k);
