@@ -70,8 +70,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     }
     ap.window = hp.layer_uses_window(il) ? hp.sliding_window : 0;
     ap.sinks = f32_data(w.attn_sinks);
-    if (inst.fused) { // biases, RoPE, the cache write and (one token) attention in one pass: the same float
-                      // ops
+    if (inst.fused) { // biases, RoPE, cache write, (one token) attention in one pass: same float ops
       kernels::QkvRopeCache a;
       a.q = b.q, a.k = b.k, a.v = b.v;
       a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
