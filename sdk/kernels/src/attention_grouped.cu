@@ -21,6 +21,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 namespace wo::kernels::detail {
 namespace {
@@ -29,8 +32,8 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
-// About eight blocks per SM of a 132-SM H100. 2112 (more, shorter splits) measured slower on
-// GPT-OSS at depth 2048 (419 -> 398 tok/s) and no faster elsewhere.
+// Decode's blocks when the runtime cannot say how many the GPU holds (resident_blocks): about eight
+// per SM of a 132-SM H100.
 constexpr int64_t kTargetBlocks = 1056;
 static_assert(kTile == kMinKeysPerSplit, "a split's share is a whole number of tiles at the minimum");
 
@@ -394,20 +397,45 @@ __global__ void __launch_bounds__(kThreads, 4)
   grouped_attention<kR, kPairs>(q, kc, vc, out, k);
 }
 
-template <int kR>
-cudaError_t launch_for_rows(dim3 grid, size_t smem, cudaStream_t stream, const float *q, const __half *kc,
-                            const __half *vc, float *out, const AttnConsts &k) {
+using AttnKernel = void (*)(const float *, const __half *, const __half *, float *, AttnConsts);
+
+// The instance for blocks of `rows` rows of head_dim dimensions.
+template <int kR> AttnKernel kernel_for_rows(int32_t head_dim) {
   if constexpr (kR >= 4) {
-    const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
-                        : k.head_dim <= 128 ? attention_grouped_capped_kernel<kR, 2>
-                                            : attention_grouped_capped_kernel<kR, 4>;
-    return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+    return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
+           : head_dim <= 128 ? attention_grouped_capped_kernel<kR, 2>
+                             : attention_grouped_capped_kernel<kR, 4>;
   } else {
-    const auto kernel = k.head_dim <= 64    ? attention_grouped_kernel<kR, 1>
-                        : k.head_dim <= 128 ? attention_grouped_kernel<kR, 2>
-                                            : attention_grouped_kernel<kR, 4>;
-    return launch(kernel, grid, kThreads, smem, stream, q, kc, vc, out, k);
+    return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
+           : head_dim <= 128 ? attention_grouped_kernel<kR, 2>
+                             : attention_grouped_kernel<kR, 4>;
   }
+}
+AttnKernel kernel_for(int32_t rows, int32_t head_dim) {
+  return rows == 1   ? kernel_for_rows<1>(head_dim)
+         : rows <= 4 ? kernel_for_rows<4>(head_dim)
+                     : kernel_for_rows<8>(head_dim);
+}
+
+// How many blocks of `kernel` the GPU holds at once (occupancy x SMs), asked once per instance and
+// shared-memory size; kTargetBlocks if the runtime cannot say.
+int64_t resident_blocks(AttnKernel kernel, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<AttnKernel, size_t>, int64_t> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto it = known.find({kernel, smem});
+  if (it != known.end()) return it->second;
+  int dev = 0, sms = 0, per_sm = 0;
+  int64_t n = kTargetBlocks;
+  if (cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) == cudaSuccess &&
+      per_sm > 0)
+    n = static_cast<int64_t>(per_sm) * sms;
+  else
+    (void)cudaGetLastError(); // not the next launch's status
+  known.emplace(std::make_pair(kernel, smem), n);
+  return n;
 }
 
 bool grouped_enabled() {
@@ -443,8 +471,12 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
     return false;
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
-  // Decode-sized calls: splits that fill the GPU with blocks of one KV head each, limited by the
-  // workspace; never by n_kv (see visible_keys).
+  // Decode-sized calls: as many splits as the GPU holds blocks at once (one wave: a block's chain of
+  // tiles and the merge is what decode waits on, and a second partial wave doubles it), limited by
+  // the workspace; never by n_kv (see visible_keys). H100, depth 2048, a fixed 1056 blocks ->
+  // one wave: Phi-3 (4 blocks per SM, 33 -> 16 splits) 422 -> 436 tok/s, GPT-OSS (5 per SM, 17 ->
+  // 10 splits) 429 -> 434; registers capped for more blocks per SM instead lost 2-5%.
+  // The split count, hence the merge's rounding, follows the GPU model (SMs, occupancy).
   k.n_splits = 1;
   // Decode splits a group's heads over blocks (head_parts_for).
   const bool splittable = k.ws && k.counters && n_tokens <= kMaxSplitTokens;
@@ -457,7 +489,11 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   }
   if (splittable) {
     const int64_t blocks = n_tokens * k.n_kv_heads * k.head_parts;
-    int64_t s = std::min<int64_t>((kTargetBlocks + blocks - 1) / blocks, kMaxSplits);
+    const int32_t rows = (group + k.head_parts - 1) / k.head_parts; // one query per block
+    const int64_t resident =
+        resident_blocks(kernel_for(rows, k.head_dim),
+                        static_cast<size_t>(smem_layout(rows, k.head_dim).total) * sizeof(float));
+    int64_t s = std::min<int64_t>(std::max<int64_t>(resident / blocks, 1), kMaxSplits);
     s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
     k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
   }
@@ -472,9 +508,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   if (n_blocks > 0x7fffffff) return false;
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads * k.head_parts),
                   static_cast<unsigned>(k.n_splits));
-  *status = rows == 1   ? launch_for_rows<1>(grid, smem, stream, q, k_cache, v_cache, out, k)
-            : rows <= 4 ? launch_for_rows<4>(grid, smem, stream, q, k_cache, v_cache, out, k)
-                        : launch_for_rows<8>(grid, smem, stream, q, k_cache, v_cache, out, k);
+  *status = launch(kernel_for(rows, k.head_dim), grid, kThreads, smem, stream, q, k_cache, v_cache, out, k);
   return true;
 }
 
