@@ -150,6 +150,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       expert_b.gate = f32_data(w.ffn_gate_exps_b);
       expert_b.up = f32_data(w.ffn_up_exps_b);
       expert_b.ids = b.ids;
+      expert_b.settled = true; // written by the router, three launches back
     } else {
       cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
               "expert gate bias", il);
@@ -166,7 +167,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
     cuda_ok(kernels::weighted_sum_slots(b.down, b.weights, b.x, m, static_cast<int32_t>(K), E,
                                         /*accumulate=*/true, s,
                                         inst.fused ? f32_data(w.ffn_down_exps_b) : nullptr,
-                                        inst.fused ? b.ids : nullptr),
+                                        inst.fused ? b.ids : nullptr, /*settled=*/true),
             "expert weighted sum", il);
   }
 }

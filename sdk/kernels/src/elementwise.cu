@@ -42,14 +42,27 @@ __global__ void swiglu_kernel(const float *gate, const float *up, float *out, in
 __global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out, int64_t n_rows,
                                   int64_t n_cols, float alpha, float limit, int64_t stride,
                                   IndexedBias bias) {
+  // Settled ids: this thread's first bias pair before the wait (ids through L2: written by an
+  // earlier kernel); decode has one element per thread, so that is all of them.
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  float bg0 = 0.0f, bu0 = 0.0f;
+  const bool early = bias.ids && bias.settled && first < n_rows * n_cols;
+  if (early) {
+    const int64_t b = static_cast<int64_t>(__ldcg(bias.ids + first / n_cols)) * n_cols + first % n_cols;
+    bg0 = bias.gate[b], bu0 = bias.up[b];
+  }
   wo::pdl::enter();
   WO_GRID_STRIDE(i, n_rows * n_cols) {
     const int64_t r = i / n_cols, c = i % n_cols;
     float gi = gate[r * stride + c], ui = up[r * stride + c];
     if (bias.ids) { // the adds add_bias_indexed would do, one pass fewer
-      const int64_t b = static_cast<int64_t>(bias.ids[r]) * n_cols + c;
-      gi = gi + bias.gate[b];
-      ui = ui + bias.up[b];
+      float bg = bg0, bu = bu0;
+      if (!early || i != first) {
+        const int64_t b = static_cast<int64_t>(bias.ids[r]) * n_cols + c;
+        bg = bias.gate[b], bu = bias.up[b];
+      }
+      gi = gi + bg;
+      ui = ui + bu;
     }
     const float g = fminf(gi, limit);
     const float u = fminf(fmaxf(ui, -limit), limit);

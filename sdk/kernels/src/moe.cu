@@ -82,18 +82,42 @@ __global__ void add_bias_indexed_kernel(float *y, const float *b, const int32_t 
   }
 }
 
+constexpr int kEarlySlots = 8; // settled weighted sums: slots whose factors are read before the wait
+
 __global__ void weighted_sum_slots_kernel(const float *y, const float *w, float *out, int64_t n_tokens,
                                           int32_t k, int64_t n_cols, bool accumulate, const float *bias,
-                                          const int32_t *ids) {
+                                          const int32_t *ids, bool settled) {
+  // Settled w and ids (written by an earlier kernel: through L2): this thread's first element's
+  // factors and bias values before the wait; decode has one element per thread.
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const bool early = settled && k <= kEarlySlots && first < n_tokens * n_cols;
+  float wf[kEarlySlots], bf[kEarlySlots];
+  if (early) {
+    const int64_t t = first / n_cols, c = first % n_cols;
+#pragma unroll
+    for (int32_t j = 0; j < kEarlySlots; ++j)
+      if (j < k) {
+        wf[j] = __ldcg(w + t * k + j);
+        bf[j] = bias ? bias[static_cast<int64_t>(__ldcg(ids + t * k + j)) * n_cols + c] : 0.0f;
+      }
+  }
   wo::pdl::enter();
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tokens * n_cols;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = first; i < n_tokens * n_cols; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / n_cols, c = i % n_cols;
     float s = 0.0f;
-    for (int32_t j = 0; j < k; ++j) {
-      const int64_t row = t * k + j;
-      const float v = y[row * n_cols + c];
-      s += w[row] * (bias ? v + bias[static_cast<int64_t>(ids[row]) * n_cols + c] : v);
+    if (early && i == first) {
+#pragma unroll
+      for (int32_t j = 0; j < kEarlySlots; ++j)
+        if (j < k) {
+          const float v = y[(t * k + j) * n_cols + c];
+          s += wf[j] * (bias ? v + bf[j] : v);
+        }
+    } else {
+      for (int32_t j = 0; j < k; ++j) {
+        const int64_t row = t * k + j;
+        const float v = y[row * n_cols + c];
+        s += w[row] * (bias ? v + bias[static_cast<int64_t>(ids[row]) * n_cols + c] : v);
+      }
     }
     out[i] = accumulate ? out[i] + s : s;
   }
@@ -203,12 +227,12 @@ cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64
 
 cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
                                int64_t n_cols, bool accumulate, cudaStream_t stream, const float *bias,
-                               const int32_t *ids) {
+                               const int32_t *ids, bool settled) {
   if (!y || !w || !out || n_tokens < 0 || k <= 0 || n_cols <= 0 || (bias && !ids))
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
   return detail::launch(weighted_sum_slots_kernel, detail::grid_for(n_tokens * n_cols), detail::kBlock, 0,
-                        stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids);
+                        stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids, settled);
 }
 
 bool moe_route_fits(const MoeRoute &r) {

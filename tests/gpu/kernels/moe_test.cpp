@@ -109,6 +109,12 @@ TEST(MoeKernels, BiasesInConsumersEqualSeparateAdds) {
   ASSERT_EQ(swiglu_oai(dg2.get(), du2.get(), dg2.get(), tokens * k, cols, 1.702f, 7.0f, nullptr, 0, ib),
             cudaSuccess);
   EXPECT_EQ(dg.download(), dg2.download()) << "seed " << seed;
+  // settled ids: the first bias pair read before the PDL wait, the same floats
+  DeviceBuffer<float> dg3(gate), du3(up);
+  ib.settled = true;
+  ASSERT_EQ(swiglu_oai(dg3.get(), du3.get(), dg3.get(), tokens * k, cols, 1.702f, 7.0f, nullptr, 0, ib),
+            cudaSuccess);
+  EXPECT_EQ(dg.download(), dg3.download()) << "settled, seed " << seed;
   // down: add_bias_indexed then the weighted sum == the weighted sum with the bias
   auto down = randn(tokens * k * cols, rng), db = randn(n_exp * cols, rng), acc = randn(tokens * cols, rng);
   DeviceBuffer<float> dd(down), dd2(down), ddb(db), da1(acc), da2(acc);
@@ -118,6 +124,18 @@ TEST(MoeKernels, BiasesInConsumersEqualSeparateAdds) {
                                did.get()),
             cudaSuccess);
   EXPECT_EQ(da1.download(), da2.download()) << "seed " << seed;
+  // settled w and ids (read before the PDL wait), with and without the bias: the same floats
+  DeviceBuffer<float> da3(acc), da4(acc), da5(acc);
+  ASSERT_EQ(weighted_sum_slots(dd2.get(), dw1.get(), da3.get(), tokens, k, cols, true, nullptr, ddb.get(),
+                               did.get(), /*settled=*/true),
+            cudaSuccess);
+  EXPECT_EQ(da1.download(), da3.download()) << "settled, seed " << seed;
+  ASSERT_EQ(weighted_sum_slots(dd.get(), dw1.get(), da4.get(), tokens, k, cols, false, nullptr), cudaSuccess);
+  ASSERT_EQ(weighted_sum_slots(dd.get(), dw1.get(), da5.get(), tokens, k, cols, false, nullptr, nullptr,
+                               nullptr,
+                               /*settled=*/true),
+            cudaSuccess);
+  EXPECT_EQ(da4.download(), da5.download()) << "settled without bias, seed " << seed;
   EXPECT_EQ(
       weighted_sum_slots(dd2.get(), dw1.get(), da2.get(), tokens, k, cols, true, nullptr, ddb.get(), nullptr),
       cudaErrorInvalidValue)

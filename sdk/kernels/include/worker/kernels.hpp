@@ -52,6 +52,10 @@ cudaError_t swiglu(const float *gate, const float *up, float *out, int64_t n_row
 struct IndexedBias {
   const float *gate = nullptr, *up = nullptr; // [n_b][n_cols]
   const int32_t *ids = nullptr;               // [n_rows]; nullptr: no bias
+  // The caller's promise that ids were written two or more launches back (as linear_id_settled's):
+  // the kernel reads them and its first bias rows before its PDL wait, overlapping the launch
+  // before it instead of paying two dependent loads after.
+  bool settled = false;
 };
 
 // gpt-oss's clamped SwiGLU: g = min(gate, limit); u = clamp(up, -limit, limit);
@@ -239,9 +243,11 @@ cudaError_t add_bias_indexed(float *y, const float *b, const int32_t *ids, int64
 
 // out[t][c] (+)= sum_k w[t][k] * y[t][k][c]; accumulate adds to out, else overwrites it. With bias
 // (and ids, [n_tokens][k]), y[t][k] is read as y[t][k] + bias[ids[t][k]], as add_bias_indexed
-// would have stored it.
+// would have stored it. settled: w and ids were written two or more launches back (see
+// IndexedBias::settled), so they and the bias rows are read before the PDL wait.
 cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64_t n_tokens, int32_t k,
                                int64_t n_cols, bool accumulate, cudaStream_t stream,
-                               const float *bias = nullptr, const int32_t *ids = nullptr);
+                               const float *bias = nullptr, const int32_t *ids = nullptr,
+                               bool settled = false);
 
 } // namespace wo::kernels
