@@ -76,6 +76,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       a.q_bias = f32_data(w.attn_q_b), a.k_bias = f32_data(w.attn_k_b), a.v_bias = f32_data(w.attn_v_b);
       a.k_cache = k_cache(inst, il), a.v_cache = v_cache(inst, il);
       a.positions = b.positions;
+      a.positions_settled = true; // written before the replay, or by fill_positions ahead of the gather
       a.n_heads = H, a.n_kv_heads = Hkv, a.head_dim = hd;
       cuda_ok(kernels::rope_kv_attention(a, rp, b.attn, ap, s), "q/k/v bias + rope + kv write + attention",
               il);

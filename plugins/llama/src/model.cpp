@@ -371,6 +371,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
       a.q_bias = q_bias, a.k_bias = k_bias, a.v_bias = v_bias;
       a.k_cache = kc, a.v_cache = vc;
       a.positions = positions;
+      a.positions_settled = true; // written before the replay, or by fill_positions ahead of this layer's qkv
       a.n_heads = hp_.n_head, a.n_kv_heads = hp_.n_head_kv, a.head_dim = hp_.head_dim;
       // One token: the attention kernel rotates q and writes the new cache rows itself (one launch).
       cuda(k::rope_kv_attention(a, rp, b.att, ap, st), "bias + rope + kv write + attention", il);

@@ -311,6 +311,7 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
     AttnConsts k = attention_consts(ap, state_floats);
     k.positions = a.positions; // the RoPE positions and cache rows; n_kv follows them
     k.fresh_on = true;
+    k.positions_settled = a.positions_settled;
     k.fresh = detail::FreshQkv{c.k, c.v, c.q_bias, c.k_bias, c.v_bias, c.kv_stride, c.k_cache, c.v_cache, rc};
     cudaError_t e = cudaSuccess;
     if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;

@@ -40,8 +40,9 @@ struct AttnConsts {
                              // zero between calls
   int64_t n_tokens;          // grouped kernel: the call's queries
   int32_t queries_per_block; // grouped kernel: consecutive queries a block serves (1 with splits)
-  int32_t head_parts; // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
-  bool fresh_on;      // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
+  int32_t head_parts;     // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
+  bool fresh_on;          // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
+  bool positions_settled; // grouped kernel with fresh_on: positions are read before the PDL wait
   FreshQkv fresh;
 };
 
@@ -59,8 +60,9 @@ struct KeyRange {
   int32_t used;
 };
 __device__ inline KeyRange visible_keys(const AttnConsts &k, int64_t t, int32_t split, int64_t n_queries) {
-  const int64_t p = k.positions ? k.positions[t] : k.pos0 + t;
-  const int64_t n_kv = k.positions ? k.positions[n_queries - 1] + 1 : k.n_kv;
+  // Positions through L2: read before the PDL wait when settled (written by an earlier kernel).
+  const int64_t p = k.positions ? __ldcg(k.positions + t) : k.pos0 + t;
+  const int64_t n_kv = k.positions ? __ldcg(k.positions + n_queries - 1) + 1 : k.n_kv;
   KeyRange r;
   r.hi = k.causal ? min(p + 1, n_kv) : n_kv;
   r.lo = k.window > 0 ? max(static_cast<int64_t>(0), p - k.window + 1) : 0;

@@ -82,8 +82,9 @@ __device__ inline void unpack8(const uint4 raw, float f[8]) {
 }
 
 // The new position's K row (bias, RoPE) and V row (bias) of KV head kvh into the cache, by the
-// block whose keys end there; the barrier makes them visible to its own loads that follow.
-__device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t kvh) {
+// block whose keys end there; the barrier makes them visible to its own loads that follow. cs: the
+// position's RoPE factors (c, s of pair i at 2i, 2i + 1), from this thread for its pairs.
+__device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t kvh, const float *cs) {
   const FreshQkv &f = k.fresh;
   const int32_t hd = k.head_dim, pos = k.positions[t];
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd, head = static_cast<int64_t>(kvh) * hd;
@@ -93,7 +94,8 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
     int32_t da, db;
     rope_pair_dims(f.rope, i, da, db);
     float x0 = ks[da], x1 = ks[db];
-    bias_rotate_pair(f.rope, pos, i, f.k_bias ? f.k_bias + head : nullptr, da, db, x0, x1);
+    bias_rotate_pair_cs(f.rope, i, f.k_bias ? f.k_bias + head : nullptr, da, db, cs[2 * i], cs[2 * i + 1], x0,
+                        x1);
     kd[da] = __float2half_rn(x0), kd[db] = __float2half_rn(x1);
     float v0 = vs[2 * i], v1 = vs[2 * i + 1];
     if (f.v_bias) v0 += f.v_bias[head + 2 * i], v1 += f.v_bias[head + 2 * i + 1];
@@ -113,7 +115,11 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
   __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
-  wo::pdl::enter();
+  __shared__ float cs_s[kAttnMaxHeadDim];    // fresh_on: the query position's RoPE factors
+  // Settled positions (fresh_on): the keys, an unused split's exit and the RoPE factors before the
+  // wait, off the chain a decode step waits on; otherwise all of it after.
+  const bool early = k.fresh_on && k.positions_settled;
+  if (!early) wo::pdl::enter();
   // blockIdx.y: part hp of KV head kvh's group of heads (decode: one head per part; prefill: the
   // whole group). G: heads of this block.
   const int32_t kvh = blockIdx.y / k.head_parts, hp = blockIdx.y % k.head_parts, split = blockIdx.z;
@@ -129,6 +135,15 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const KeyRange rr = visible_keys(k, t0 + tid / G, split, k.n_tokens);
     row_lo[tid] = rr.lo, row_hi[tid] = rr.hi;
   }
+  if (k.fresh_on) { // (one query) pair i's factors, by the thread that rotates pair i of the K row
+    const int32_t pos = __ldcg(k.positions + t0);
+    for (int i = tid; i < k.head_dim / 2; i += kThreads) {
+      float c = 0.0f, sn = 0.0f;
+      if (i < k.fresh.rope.n_dims / 2) rope_cos_sin(k.fresh.rope, pos, i, c, sn);
+      cs_s[2 * i] = c, cs_s[2 * i + 1] = sn;
+    }
+  }
+  if (early) wo::pdl::enter();
 
   const SmemLayout L = smem_layout(R, hd);
   float *sm = reinterpret_cast<float *>(dyn_smem);
@@ -140,24 +155,24 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
-  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh);
+  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh, cs_s);
   if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f; // every row's state, keys or none
   __syncthreads();                                           // row_lo / row_hi, m_s / l_s
   int64_t lo = row_lo[0], hi = row_hi[0];                    // the union of the rows' keys
   for (int i = G; i < R; i += G)
     lo = min(lo, row_lo[i]), hi = max(hi, row_hi[i]);
 
-  if (k.fresh_on) { // bias and RoPE on the way in (rope_kv_write's arithmetic, then the scale); before
-                    // the tiles' loads, whose registers would otherwise be live across sinf/cosf
+  if (k.fresh_on) { // bias and RoPE on the way in (rope_kv_write's arithmetic with the factors from
+                    // above, then the scale), before the tiles' loads
     const float *qt = q + t0 * k.q_stride + static_cast<int64_t>(h0) * hd;
-    const int32_t pairs = hd / 2, pos = k.positions[t0];
+    const int32_t pairs = hd / 2;
     for (int i = tid; i < G * pairs; i += kThreads) {
       const int g = i / pairs, pi = i - g * pairs;
       int32_t da, db;
       rope_pair_dims(k.fresh.rope, pi, da, db);
       float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
-      bias_rotate_pair(k.fresh.rope, pos, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da,
-                       db, x0, x1);
+      bias_rotate_pair_cs(k.fresh.rope, pi, k.fresh.q_bias ? k.fresh.q_bias + (h0 + g) * hd : nullptr, da, db,
+                          cs_s[2 * pi], cs_s[2 * pi + 1], x0, x1);
       q_s[g * hd + da] = x0 * k.scale;
       q_s[g * hd + db] = x1 * k.scale;
     }

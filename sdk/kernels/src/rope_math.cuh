@@ -94,18 +94,27 @@ __device__ inline void rope_pair_dims(const RopeConsts &k, int32_t i, int32_t &a
   }
 }
 
+// Bias, then the rotation of pair i by the factors c, s (rope_cos_sin's for i < n_dims / 2; pairs
+// past it do not rotate).
+__device__ inline void bias_rotate_pair_cs(const RopeConsts &k, int32_t i, const float *bias, int32_t da,
+                                           int32_t db, float c, float s, float &x0, float &x1) {
+  if (bias) x0 += bias[da], x1 += bias[db];
+  if (i < k.n_dims / 2) {
+    // Explicit roundings: left to contraction, nvcc fused a different product of the pair at
+    // different call sites (factors from registers or from shared memory) and the bits differed.
+    const float r0 = __fmaf_rn(x0, c, -__fmul_rn(x1, s)), r1 = __fmaf_rn(x0, s, __fmul_rn(x1, c));
+    x0 = r0, x1 = r1;
+  }
+}
+
 // Bias, then the rotation of pair i (only pairs below n_dims / 2 rotate) at position pos: the
 // one expression of the fused rope + cache kernel and the decode attention that rotates its
 // queries as it loads them, so both give the same bits.
 __device__ inline void bias_rotate_pair(const RopeConsts &k, int32_t pos, int32_t i, const float *bias,
                                         int32_t da, int32_t db, float &x0, float &x1) {
-  if (bias) x0 += bias[da], x1 += bias[db];
-  if (i < k.n_dims / 2) {
-    float c, s;
-    rope_cos_sin(k, pos, i, c, s);
-    const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-    x0 = r0, x1 = r1;
-  }
+  float c = 0.0f, s = 0.0f;
+  if (i < k.n_dims / 2) rope_cos_sin(k, pos, i, c, s);
+  bias_rotate_pair_cs(k, i, bias, da, db, c, s, x0, x1);
 }
 
 } // namespace wo::kernels::detail

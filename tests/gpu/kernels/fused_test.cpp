@@ -121,8 +121,9 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
   }
 }
 
-// One decode step: rope_kv_attention (one launch where the decode kernel serves it) against
-// rope_kv_write then attention, from the same cache and fresh q/k/v: the same output and cache bits.
+// One decode step: rope_kv_attention (one launch where the decode kernel serves it), with positions
+// read after and before the PDL wait (positions_settled), against rope_kv_write then attention,
+// from the same cache and fresh q/k/v: the same output and cache bits.
 TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
   WO_REQUIRE_DEVICE();
   const uint32_t seed = fresh_seed();
@@ -160,9 +161,9 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
       DeviceBuffer<int32_t> dpos(std::vector<int32_t>{pos});
       DeviceBuffer<float> dqb(qb), dkb(kb), dvb(vb), dsinks(sinks);
       const int64_t ws_floats = attention_workspace_floats(1, c.n_heads, c.head_dim);
-      std::vector<float> outs[2];
-      std::vector<__half> k_after[2], v_after[2];
-      for (int fused = 0; fused < 2; ++fused) {
+      std::vector<float> outs[3];
+      std::vector<__half> k_after[3], v_after[3];
+      for (int fused = 0; fused < 3; ++fused) { // separate, fused, fused with settled positions
         DeviceBuffer<float> dbuf(buf), out(QD), ws(ws_floats);
         DeviceBuffer<__half> kc(cache), vc(cache);
         ASSERT_EQ(cudaMemset(ws.get(), 0, ws_floats * sizeof(float)), cudaSuccess);
@@ -172,6 +173,7 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
         if (c.biases) a.q_bias = dqb.get(), a.k_bias = dkb.get(), a.v_bias = dvb.get();
         a.k_cache = kc.get(), a.v_cache = vc.get();
         a.positions = dpos.get();
+        a.positions_settled = fused == 2;
         a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
         AttentionParams ap;
         ap.n_tokens = 1, ap.pos0 = n_ctx - 1, ap.n_kv = n_ctx; // bounds, as a captured decode step has them
@@ -192,14 +194,17 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
         k_after[fused] = kc.download();
         v_after[fused] = vc.download();
       }
-      EXPECT_EQ(outs[1], outs[0]) << what << " output, seed " << seed;
       const auto bits = [](const std::vector<__half> &h) {
         std::vector<uint16_t> b(h.size());
         std::memcpy(b.data(), h.data(), h.size() * sizeof(__half));
         return b;
       };
-      EXPECT_EQ(bits(k_after[1]), bits(k_after[0])) << what << " K cache, seed " << seed;
-      EXPECT_EQ(bits(v_after[1]), bits(v_after[0])) << what << " V cache, seed " << seed;
+      for (int f = 1; f < 3; ++f) {
+        const std::string how = f == 2 ? " (settled positions)" : "";
+        EXPECT_EQ(outs[f], outs[0]) << what << how << " output, seed " << seed;
+        EXPECT_EQ(bits(k_after[f]), bits(k_after[0])) << what << how << " K cache, seed " << seed;
+        EXPECT_EQ(bits(v_after[f]), bits(v_after[0])) << what << how << " V cache, seed " << seed;
+      }
     }
 }
 

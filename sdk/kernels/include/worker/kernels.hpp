@@ -147,6 +147,10 @@ struct QkvRopeCache {
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0; // even
+  // The caller's promise that positions were written two or more launches back (a decode graph's
+  // position is written before its replay): rope_kv_attention's one-query kernel then reads them,
+  // picks its keys and computes its RoPE factors before its PDL wait.
+  bool positions_settled = false;
 };
 cudaError_t rope_kv_write(const QkvRopeCache &a, int64_t n_tokens, const RopeParams &p, cudaStream_t stream);
 
