@@ -217,7 +217,8 @@ inline unsigned grid_y(int64_t n) {
 
 // Which GEMV kernel runs (WORKER_QUANT_GEMV, read once; other values and unset = the default):
 // 1 = one row per warp with FP32 activations (the first kernel; the debugging fallback);
-// 2 = R rows per warp (gemv_multirow_kernel; measured slower than 1, kept for comparison);
+// 2 = variant 1 (R rows per warp, gemv_multirow_kernel, was measured slower than 1 on every shape
+//     and removed; the value is kept so old command lines still run);
 // 3 = int8-activation dp4a kernel for one-token problems (gemv_int8x_kernel), variant 1 for
 //     several tokens and for the plain float types. The default: on the H100 every one-token case
 //     of the GPU tests passed with it (rel. error <= 4.3e-5, limit 2e-3), 1.2-2.7x the speed of

@@ -112,82 +112,6 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
   }
 }
 
-// Variant 2 (opt-in, see gemv_variant): each warp computes R rows at once, so one load of x feeds
-// R rows (x traffic per weight byte falls by R: for 4-bit types the float x stream otherwise
-// dominates L1 traffic) and each lane keeps R independent weight loads in flight per step. For one
-// token it uses the decoders' dot(): scales factored out of the sums and integer codes converted
-// without the quarter-rate I2F instruction (checked against decode() on the host by
-// decoder_dot_test.cpp).
-template <class D, int NT, int R>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_multirow_kernel(const GemvParams p) {
-  const int lane = threadIdx.x % 32;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32) * R;
-  if (row0 >= p.rows) return;
-  const int64_t n_parts = p.cols / D::QK * D::PARTS;
-  for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
-    Problem q;
-    if (!resolve<NT>(p, prob, q)) return;
-    if (q.bad_expert) {
-      if (lane < R && row0 + lane < p.rows)
-        store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
-      continue;
-    }
-    const uint8_t *w[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-      w[r] = q.w + min(row0 + r, p.rows - 1) * p.row_bytes; // tail rows: computed, not stored
-    float acc[R][NT];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-        acc[r][t] = 0.0f;
-#pragma unroll 2
-    for (int64_t i = lane; i < n_parts; i += 32) {
-      const int64_t blk = i / D::PARTS;
-      const int part = static_cast<int>(i % D::PARTS);
-      if constexpr (NT == 1) { // decode: x once into registers, then the factored dot per row
-        float xs[D::V];
-#pragma unroll
-        for (int g = 0; g < D::V / 4; ++g) {
-          const float4 xv = load_x4(p.x, q.x_off + blk * D::QK + D::start(part, g), p.x_f16);
-          xs[4 * g] = xv.x, xs[4 * g + 1] = xv.y, xs[4 * g + 2] = xv.z, xs[4 * g + 3] = xv.w;
-        }
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          acc[r][0] += D::dot(w[r] + blk * D::BYTES, part, xs);
-      } else { // several tokens: decode each row once, reuse it for every token
-        float v[R][D::V];
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          D::decode(w[r] + blk * D::BYTES, part, v[r]);
-#pragma unroll
-        for (int g = 0; g < D::V / 4; ++g) {
-          const int64_t s = blk * D::QK + D::start(part, g);
-#pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            if (t < q.ntok) {
-              const float4 xv = load_x4(p.x, q.x_off + t * p.cols + s, p.x_f16);
-#pragma unroll
-              for (int r = 0; r < R; ++r)
-                acc[r][t] += v[r][4 * g] * xv.x + v[r][4 * g + 1] * xv.y + v[r][4 * g + 2] * xv.z +
-                             v[r][4 * g + 3] * xv.w;
-            }
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float sum = warp_sum(acc[r][t]);
-        if (lane == 0 && t < q.ntok && row0 + r < p.rows)
-          store_y(p.y, q.y_off + t * p.rows + row0 + r, sum, p.y_f16);
-      }
-  }
-}
-
 // Variant 3 (one token per problem). Why: at batch 1 a GEMV must stream weights at HBM speed, and
 // the FP32 kernels above spend most of their time on instructions, not bytes: per 4-bit weight an
 // integer-to-float conversion (quarter rate), a scale multiply, an FMA and 8 bytes of FP32
@@ -264,7 +188,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
       float acc = row_dot(w);
       if (M == Int8xMode::Swiglu) { // as the swiglu kernel computes it from the two linears' outputs
         const float u = row_dot(seg.w[1] + row * p.row_bytes);
-        acc = acc / (1.0f + expf(-acc)) * u;
+        acc = wo::swiglu::apply(acc, u);
       }
       if (lane == 0) { // linear_fused's epilogue: the same float adds add_bias and the residual add make
         if (fu.bias) acc = __fadd_rn(acc, fu.bias[row]);
@@ -433,12 +357,6 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   return true;
 }
 
-template <class D, int NT, int R>
-void launch_multirow(const GemvParams &p, dim3 grid_rows_y, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((p.rows + kGemvWarps * R - 1) / (kGemvWarps * R)), grid_rows_y.y);
-  gemv_multirow_kernel<D, NT, R><<<grid, kGemvWarps * 32, 0, s>>>(p);
-}
-
 template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : (p.n_tokens + nt - 1) / nt;
@@ -456,15 +374,6 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
                             s, p);
       return;
     }
-  }
-  if (gemv_variant() == 2) {
-    switch (nt) {
-    case 1: launch_multirow<D, 1, 4>(p, grid, s); break;
-    case 2: launch_multirow<D, 2, 2>(p, grid, s); break;
-    case 4: launch_multirow<D, 4, 2>(p, grid, s); break;
-    default: launch_multirow<D, 8, 2>(p, grid, s); break;
-    }
-    return;
   }
   switch (nt) { // a failed launch is left for the caller's cudaGetLastError check
   case 1: (void)wo::pdl::launch(gemv_kernel<D, 1>, grid, block, 0, s, p); break;
