@@ -197,7 +197,7 @@ void Engine::Impl::load(const EngineOptions &o) {
   };
   if (env_is("WORKER_CUDA_GRAPHS", "0")) opts.cuda_graphs = false;
   if (env_is("WORKER_LINEAR_MULTI", "0")) opts.linear_multi = false;
-  if (env_is("WORKER_LINEAR_SWIGLU", "1")) opts.linear_swiglu = true;
+  if (env_is("WORKER_LINEAR_SWIGLU", "0")) opts.linear_swiglu = false;
   if (env_is("WORKER_LINEAR_FUSED", "0")) opts.linear_fused = false;
   if (env_is("WORKER_LINEAR_GLU", "1")) opts.linear_glu = true;
   if (env_is("WORKER_ARCH_UNFUSED", "1")) opts.arch_flags |= WO_ARCH_UNFUSED;

@@ -58,11 +58,12 @@ struct EngineOptions {
   // wo_host.linear_multi asks the codec for one launch over q/k/v (gate/up); false (or
   // WORKER_LINEAR_MULTI=0) makes one linear call per weight, a debugging switch.
   bool linear_multi = true;
-  // wo_host.linear_swiglu asks the codec for gate, up and SiLU in one pass; false answers
-  // WO_ERR_UNSUPPORTED and the architecture runs its own path. Correct on the H100 (its GPU test
-  // passes) but 3-9% slower per decode step than the stacked gate/up GEMV plus swiglu (each warp
-  // has one row's loads in flight instead of two; docs/perf.md), so off; WORKER_LINEAR_SWIGLU=1.
-  bool linear_swiglu = false;
+  // wo_host.linear_swiglu (and linear_fused's WO_LINEAR_SWIGLU) asks the codec for gate, up and
+  // SiLU in one pass: the whole-block GEMV's groups hold gate's rows and up's, and its epilogue
+  // writes silu(gate) * up, the bits of the stacked GEMV plus the swiglu kernel (H100: Qwen
+  // decode +4%, Phi-3 +2%; docs/perf.md). false (or WORKER_LINEAR_SWIGLU=0) answers
+  // WO_ERR_UNSUPPORTED and the architecture runs its own path, a debugging switch.
+  bool linear_swiglu = true;
   // wo_host.linear_fused asks the codec to fold the norm before a one-token projection and the
   // bias and residual add after it into the projection's pass (SDK 1.4); false (or
   // WORKER_LINEAR_FUSED=0) answers WO_ERR_UNSUPPORTED and the architecture runs the separate

@@ -5,9 +5,9 @@
 //   logits = lm_head(rmsnorm(x) * w)
 // Every matmul goes through the host (the quant codec that owns the weight's type); the rest are
 // sdk/kernels calls on the host's stream. For one token (decode) the norm before a projection and
-// the residual add after it ride in the projection's own pass (SDK 1.4 linear_fused): a layer is
-// then qkv, rope+cache, attention, o, gate/up, swiglu, down. Nothing here allocates or
-// synchronizes per call.
+// the residual add after it ride in the projection's own pass (SDK 1.4 linear_fused), and SiLU in
+// gate/up's (linear_swiglu): a layer is then qkv, attention (with RoPE and the cache write), o,
+// gate/up/SiLU, down. Nothing here allocates or synchronizes per call.
 #include "model.hpp"
 
 #include <worker/kernels.hpp>
@@ -246,7 +246,7 @@ bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights 
   const Scratch &b = *bufs_;
   const int64_t FF = hp_.n_ff;
   const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
-  // One pass for gate, up and SiLU where the host offers it (opt-in: WORKER_LINEAR_SWIGLU=1).
+  // One pass for gate, up and SiLU where the host offers it (off: WORKER_LINEAR_SWIGLU=0).
   const wo_tensor *gu[2] = {fused_ffn ? &L.gate_half : L.gate, fused_ffn ? &L.up_half : L.up};
   float *const act[1] = {b.act};
   if (!residual_pending_ && n == 1 && gu[0]->struct_size && gu[1]->struct_size &&

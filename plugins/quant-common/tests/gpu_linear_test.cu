@@ -191,8 +191,7 @@ const char *non_default_gemv() {
 }
 
 // Whether the one-token GEMV of a rows x cols weight of `type` is variant 5's whole-block kernel
-// (unit_gemv.cuh: its types, from kUnitMinBytes up), which declines linear_swiglu (the host then
-// runs the two linears and the swiglu kernel, whose bits it gives).
+// (unit_gemv.cuh: its types, from kUnitMinBytes up); the tests name the kernel they checked.
 bool unit_gemv_weight(uint32_t type, int64_t rows, int64_t cols) {
   const char *v = std::getenv("WORKER_QUANT_GEMV");
   if (v && std::string(v) == "3") return false;
@@ -593,61 +592,71 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
     }
 }
 
-// linear_swiglu (gate, up and SiLU in one pass) equals the two linears followed by the swiglu
-// formula on the host, for every block-quantized type, with a partial CTA of rows; plain types,
-// several tokens and gate/up of different shapes decline with nothing written.
+// linear_swiglu (gate, up and SiLU in one pass) gives exactly the bits of the two linears followed
+// by the SDK's swiglu kernel, for every block-quantized type, on variant 3's small weights and
+// variant 5's large ones (gate's row sums wait for up's in the unit kernel), with partial CTAs and
+// groups; and it is within rounding of the host's formula. Plain types, several tokens and gate/up
+// of different shapes decline with nothing written.
 TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_swiglu) && q->linear_swiglu);
   if (const char *v = non_default_gemv())
-    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only variant 3 has the single pass";
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only variants 3 and 5 have the single pass";
   constexpr double kTol = 1e-5; // the host's expf against the device's; the dots are the same bits
-  for (uint32_t type : kPlugin.types) {
-    const int64_t cols = valid_cols(type, 896), rows = 1000; // 1000: a partial CTA
-    const auto graw = random_blocks(type, rows, cols, rng());
-    const auto uraw = random_blocks(type, rows, cols, rng());
-    DeviceArray<uint8_t> gw(graw.size()), uw(uraw.size());
-    gw.upload(graw.data(), graw.size());
-    uw.upload(uraw.data(), uraw.size());
-    const wo_tensor tg = make_tensor(type, gw.get(), cols, rows),
-                    tu = make_tensor(type, uw.get(), cols, rows);
-    const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
-    DeviceArray<float> x(xf.size()), y(3 * rows), yg(rows), yu(rows);
-    x.upload(xf.data(), xf.size());
-    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
-    const std::vector<float> untouched(static_cast<size_t>(3 * rows), 7.0f);
-    y.upload(untouched.data(), untouched.size());
-    const wo_status st =
-        q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1);
-    if (!block_type || unit_gemv_weight(type, rows, cols)) {
-      EXPECT_EQ(st, WO_ERR_UNSUPPORTED)
-          << wo::ggml::type_name(type) << ": plain types and variant 5's types have no single pass";
+  const cudaStream_t s = dev->stream();
+  for (const LaunchCase &lc : kLaunchCases)
+    for (uint32_t type : kPlugin.types) {
+      const char *tn = wo::ggml::type_name(type);
+      const int64_t cols = valid_cols(type, lc.cols), rows = lc.rows[2];
+      const auto graw = random_blocks(type, rows, cols, rng());
+      const auto uraw = random_blocks(type, rows, cols, rng());
+      DeviceArray<uint8_t> gw(graw.size()), uw(uraw.size());
+      gw.upload(graw.data(), graw.size());
+      uw.upload(uraw.data(), uraw.size());
+      const wo_tensor tg = make_tensor(type, gw.get(), cols, rows),
+                      tu = make_tensor(type, uw.get(), cols, rows);
+      const auto xf = normal_floats(static_cast<size_t>(3 * cols), rng());
+      DeviceArray<float> x(xf.size()), y(3 * rows), yg(rows), yu(rows), act(rows);
+      x.upload(xf.data(), xf.size());
+      const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+      const std::vector<float> untouched(static_cast<size_t>(3 * rows), 7.0f);
+      y.upload(untouched.data(), untouched.size());
+      const wo_status st =
+          q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1);
+      if (!block_type) {
+        EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no single pass";
+        dev->sync();
+        EXPECT_EQ(y.download(untouched.size()), untouched) << "a declined linear_swiglu wrote its output";
+        continue;
+      }
+      ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
+      ASSERT_EQ(q->linear(dev->host(), &tg, x.get(), WO_DTYPE_F32, yg.get(), WO_DTYPE_F32, 1), WO_OK);
+      ASSERT_EQ(q->linear(dev->host(), &tu, x.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
+      ASSERT_EQ(wo::kernels::swiglu(yg.get(), yu.get(), act.get(), 1, rows, s), cudaSuccess);
       dev->sync();
-      EXPECT_EQ(y.download(untouched.size()), untouched) << "a declined linear_swiglu wrote its output";
-      continue;
+      const auto got = y.download(3 * rows), g = yg.download(rows), u = yu.download(rows);
+      EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + rows), act.download(rows))
+          << tn << " " << rows << "x" << cols << (unit_gemv_weight(type, rows, cols) ? " (units)" : "");
+      EXPECT_EQ(std::vector<float>(got.begin() + rows, got.end()),
+                std::vector<float>(untouched.begin() + rows, untouched.end()))
+          << tn << ": wrote past its rows";
+      std::vector<float> want(static_cast<size_t>(rows));
+      for (size_t r = 0; r < want.size(); ++r)
+        want[r] = g[r] / (1.0f + std::exp(-g[r])) * u[r];
+      const double err = rel_l2(got.data(), want.data(), want.size());
+      EXPECT_LE(err, kTol) << tn;
+      std::printf("[ swiglu   ] %-6s %lldx%lld %s rel_l2=%.3e\n", tn, static_cast<long long>(rows),
+                  static_cast<long long>(cols), unit_gemv_weight(type, rows, cols) ? "units" : "int8x", err);
+      // Declined, with nothing written: several tokens, and gate and up of different row counts.
+      const std::vector<float> sentinel(static_cast<size_t>(3 * rows), 7.0f);
+      y.upload(sentinel.data(), sentinel.size());
+      EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 3),
+                WO_ERR_UNSUPPORTED);
+      const wo_tensor shorter = make_tensor(type, uw.get(), cols, rows - 8);
+      EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &shorter, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1),
+                WO_ERR_UNSUPPORTED);
+      dev->sync();
+      EXPECT_EQ(y.download(sentinel.size()), sentinel) << "a declined linear_swiglu wrote its output";
     }
-    ASSERT_EQ(st, WO_OK) << wo::ggml::type_name(type) << ": " << q->last_error();
-    ASSERT_EQ(q->linear(dev->host(), &tg, x.get(), WO_DTYPE_F32, yg.get(), WO_DTYPE_F32, 1), WO_OK);
-    ASSERT_EQ(q->linear(dev->host(), &tu, x.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
-    dev->sync();
-    const auto got = y.download(rows), g = yg.download(rows), u = yu.download(rows);
-    std::vector<float> want(static_cast<size_t>(rows));
-    for (size_t r = 0; r < want.size(); ++r)
-      want[r] = g[r] / (1.0f + std::exp(-g[r])) * u[r];
-    const double err = rel_l2(got.data(), want.data(), want.size());
-    EXPECT_LE(err, kTol) << wo::ggml::type_name(type);
-    std::printf("[ swiglu   ] %-6s %lldx%lld rel_l2=%.3e\n", wo::ggml::type_name(type),
-                static_cast<long long>(rows), static_cast<long long>(cols), err);
-    // Declined, with nothing written: several tokens, and gate and up of different row counts.
-    const std::vector<float> sentinel(static_cast<size_t>(3 * rows), 7.0f);
-    y.upload(sentinel.data(), sentinel.size());
-    EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 3),
-              WO_ERR_UNSUPPORTED);
-    const wo_tensor shorter = make_tensor(type, uw.get(), cols, rows - 8);
-    EXPECT_EQ(q->linear_swiglu(dev->host(), &tg, &shorter, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1),
-              WO_ERR_UNSUPPORTED);
-    dev->sync();
-    EXPECT_EQ(y.download(sentinel.size()), sentinel) << "a declined linear_swiglu wrote its output";
-  }
 }
 
 // linear_fused (SDK 1.4) gives exactly the bits of the separate steps it replaces, for every
@@ -769,21 +778,21 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
                   WO_ERR_INVALID_ARGUMENT);
       }
 
-      // Gate, up and SiLU with the norm: linear_swiglu on the normed row (declined, like
-      // linear_swiglu itself, by variant 5's types).
-      const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
-      const wo_tensor *gu[2] = {&gate, tw[1]};
-      const wo_status sw = q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32,
-                                           ty + 1, WO_DTYPE_F32, 1, &norm);
-      if (unit_gemv_weight(type, rows[1], cols)) {
-        EXPECT_EQ(sw, WO_ERR_UNSUPPORTED) << tn << " swiglu+norm";
-      } else {
-        ASSERT_EQ(sw, WO_OK) << q->last_error();
-        ASSERT_EQ(
-            q->linear_swiglu(dev->host(), &gate, tw[1], h.get(), WO_DTYPE_F32, ref[1].get(), WO_DTYPE_F32, 1),
-            WO_OK);
+      // Gate, up and SiLU with the norm: the norm kernel, the two linears and the swiglu kernel.
+      {
+        const wo_tensor gate = make_tensor(type, w[0]->get(), cols, rows[1]);
+        const wo_tensor *gu[2] = {&gate, tw[1]};
+        ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty + 1,
+                                  WO_DTYPE_F32, 1, &norm),
+                  WO_OK)
+            << tn << " swiglu+norm: " << q->last_error();
+        DeviceArray<float> yg(rows[1]), yu(rows[1]);
+        ASSERT_EQ(q->linear(dev->host(), &gate, h.get(), WO_DTYPE_F32, yg.get(), WO_DTYPE_F32, 1), WO_OK);
+        ASSERT_EQ(q->linear(dev->host(), tw[1], h.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
+        ASSERT_EQ(wo::kernels::swiglu(yg.get(), yu.get(), ref[1].get(), 1, rows[1], s), cudaSuccess);
         dev->sync();
-        EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " swiglu+norm";
+        EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1]))
+            << tn << " swiglu+norm" << (unit_gemv_weight(type, rows[1], cols) ? " (units)" : "");
       }
 
       // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than

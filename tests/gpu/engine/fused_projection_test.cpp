@@ -4,7 +4,8 @@
 // float adds), so what users rely on is exact: a decode with the folds gives the same logits, bit
 // for bit, as one with the switch off (EngineOptions.linear_fused = false, WORKER_LINEAR_FUSED=0),
 // at every step, for every architecture the fixtures cover, graphed and launched. The folded engine
-// also folds the SwiGLU into the down projection (SDK 1.5 WO_LINEAR_GLU, opt-in: linear_glu).
+// computes the SwiGLU in the gate/up pass (linear_swiglu, the default), or, with that off, in the
+// down projection's (SDK 1.5 WO_LINEAR_GLU, opt-in: linear_glu); both are checked.
 #include "gpu_test_env.hpp"
 
 #include "engine/engine.hpp"
@@ -25,13 +26,15 @@ protected:
     path_ = models_dir() + "/" + GetParam() + ".gguf";
     if (!file_exists(path_)) GTEST_SKIP() << "model absent: " << path_ << " (set WORKER_MODELS_DIR)";
   }
-  wo::engine::EngineOptions options(bool fused, bool graphs) const {
+  // glu: the SwiGLU in the down projection instead of the gate/up pass (when fused).
+  wo::engine::EngineOptions options(bool fused, bool graphs, bool glu = false) const {
     wo::engine::EngineOptions o;
     o.model = path_;
     o.plugin_dir = plugin_dir();
     o.n_ctx = 256;
     o.linear_fused = fused;
-    o.linear_glu = fused;
+    o.linear_swiglu = fused && !glu;
+    o.linear_glu = fused && glu;
     o.cuda_graphs = graphs;
     return o;
   }
@@ -39,35 +42,38 @@ protected:
 };
 
 TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogitsBitForBit) {
-  for (const bool graphs : {true, false}) {
-    wo::engine::Engine folded, apart;
-    folded.load(options(true, graphs));
-    apart.load(options(false, graphs));
-    const int64_t nv = folded.vocab_size();
-    std::mt19937 rng(std::random_device{}());
-    std::vector<int32_t> prompt(37);
-    for (auto &t : prompt)
-      t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(nv - 3));
-    folded.begin_session(200);
-    apart.begin_session(200);
-    folded.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
-    apart.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
-    // The prompt's last row: prefill runs the separate kernels in both, but its head folds the norm.
-    ASSERT_EQ(folded.logits_host(), apart.logits_host()) << GetParam() << ": prompt logits";
-    int32_t next = argmax(apart.logits_host());
-    int32_t *id = nullptr;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&id), sizeof(int32_t)), cudaSuccess);
-    for (int64_t pos = static_cast<int64_t>(prompt.size()); pos < 100; ++pos) {
-      ASSERT_EQ(cudaMemcpy(id, &next, sizeof next, cudaMemcpyHostToDevice), cudaSuccess);
-      folded.forward(id, 1, pos, false, true);
-      apart.forward(id, 1, pos, false, true);
-      const auto a = apart.logits_host(), f = folded.logits_host();
-      ASSERT_EQ(f, a) << GetParam() << (graphs ? " graphed" : " launched") << ": logits differ at position "
-                      << pos;
-      next = argmax(a);
+  for (const bool graphs : {true, false})
+    for (const bool glu : {false, true}) {
+      SCOPED_TRACE(std::string(graphs ? "graphed" : "launched") +
+                   (glu ? ", SwiGLU in down" : ", SwiGLU in gate/up"));
+      wo::engine::Engine folded, apart;
+      folded.load(options(true, graphs, glu));
+      apart.load(options(false, graphs));
+      const int64_t nv = folded.vocab_size();
+      std::mt19937 rng(std::random_device{}());
+      std::vector<int32_t> prompt(37);
+      for (auto &t : prompt)
+        t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(nv - 3));
+      folded.begin_session(200);
+      apart.begin_session(200);
+      folded.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+      apart.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+      // The prompt's last row: prefill runs the separate kernels in both, but its head folds the norm.
+      ASSERT_EQ(folded.logits_host(), apart.logits_host()) << GetParam() << ": prompt logits";
+      int32_t next = argmax(apart.logits_host());
+      int32_t *id = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&id), sizeof(int32_t)), cudaSuccess);
+      for (int64_t pos = static_cast<int64_t>(prompt.size()); pos < 100; ++pos) {
+        ASSERT_EQ(cudaMemcpy(id, &next, sizeof next, cudaMemcpyHostToDevice), cudaSuccess);
+        folded.forward(id, 1, pos, false, true);
+        apart.forward(id, 1, pos, false, true);
+        const auto a = apart.logits_host(), f = folded.logits_host();
+        ASSERT_EQ(f, a) << GetParam() << (graphs ? " graphed" : " launched") << ": logits differ at position "
+                        << pos;
+        next = argmax(a);
+      }
+      cudaFree(id);
     }
-    cudaFree(id);
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FusedProjections,

@@ -20,8 +20,14 @@
 //   x: not on rows_per_group, the grid, or whether the row was stacked with others (linear_multi
 //   and the separate linears agree bit for bit, as do linear_fused and the separate norm).
 // - linear_fused's norm prologue and bias/residual epilogue, linear_multi's stacked weights and
-//   linear_id's experts as in variant 3. linear_swiglu is declined (the host then runs the
-//   separate kernels, whose bits this kernel gives).
+//   linear_id's experts as in variant 3.
+// - linear_swiglu (Int8xMode::Swiglu): a warp's group is gate's rows r0..r0+wr then up's same
+//   rows, one run of 2 wr rows whose chunks copy from two places (the halves meet on a unit and a
+//   copy boundary), so the grid, chunks and loads in flight are the stacked [gate; up] GEMV's.
+//   The epilogue reduces row r of each half in one lane and writes silu(gate) * up
+//   (worker/swiglu.cuh): the bits of the stacked GEMV and the swiglu kernel, without the swiglu
+//   launch or the 2 x n_ff intermediate. (A first cut that ran gate's group and then up's as two
+//   groups halved the groups per launch: Qwen 1290 -> 1218 tok/s, Phi-3 530 -> 505.)
 #pragma once
 
 #include "quant_common/cp_async.cuh"
@@ -64,7 +70,7 @@ __host__ __device__ inline size_t unit_stage_bytes(int64_t cols) {
 // How a GEMV's rows are cut into warp groups (n_groups == 0: the kernel does not take the shape).
 struct UnitGrid {
   int64_t n_groups = 0;
-  int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0;
+  int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0; // rows: of each weight (swiglu: 2)
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
 };
 
@@ -134,11 +140,12 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   uint8_t *hi = smem, *lo = smem + unit_terms_bytes(p.cols);
   auto *meta = reinterpret_cast<XMeta *>(smem + 2 * unit_terms_bytes(p.cols));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wr = ug.rows_per_group, nb = ug.blocks_per_row;
-  const int np = nb * kSplit; // partial dots per row
-  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * wr * np;
+  constexpr int kHalves = M == Int8xMode::Swiglu ? 2 : 1;   // weights in a group: gate and up, or one
+  const int wr = ug.rows_per_group, nb = ug.blocks_per_row; // wr: rows of each weight in a group
+  const int np = nb * kSplit;                               // partial dots per row
+  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * kHalves * wr * np;
   uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) +
-                       static_cast<size_t>(kUnitWarps) * wr * np * sizeof(float) +
+                       static_cast<size_t>(kUnitWarps) * kHalves * wr * np * sizeof(float) +
                        static_cast<size_t>(warp) * kUnitStages * kChunkBytes;
   // The dot's register constants, read back from shared memory so ptxas keeps them in registers
   // (see mxfp4_biased); written before the first staging barrier.
@@ -164,20 +171,30 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (it < items) {
       const int64_t grp = first_group + it / chunks * group_stride;
       const int c = static_cast<int>(it % chunks);
-      const uint8_t *src = group_base(w, grp * wr) + static_cast<int64_t>(c) * kChunkData;
+      const int64_t at = static_cast<int64_t>(c) * kChunkData; // the chunk's offset in its group
+      const uint8_t *src = group_base(w, grp * wr) + at;
+      // Swiglu: the group's bytes are gate's wr rows, then up's (from up's own base).
+      const auto from = [&](int off) {
+        if constexpr (M == Int8xMode::Swiglu) {
+          const int64_t half_bytes = wr * static_cast<int64_t>(p.row_bytes);
+          return at + off < half_bytes ? src + off : seg.w[1] + grp * half_bytes + (at + off - half_bytes);
+        } else {
+          return src + off;
+        }
+      };
       const int bytes = min(32, ug.units_per_group - 32 * c) / kSplit * T::BYTES;
       uint8_t *dst = chunk_buf + (it % kUnitStages) * kChunkBytes;
       if (ug.copy_bytes == 16) {
         int off = 16 * lane;
         for (; off + 16 <= bytes; off += 16 * 32)
-          cp_async16(dst + off, src + off);
-        if (off < bytes) cp_async8(dst + off, src + off); // bytes % 8 == 0
+          cp_async16(dst + off, from(off));
+        if (off < bytes) cp_async8(dst + off, from(off)); // bytes % 8 == 0
       } else if (ug.copy_bytes == 8) {
         for (int off = 8 * lane; off < bytes; off += 8 * 32)
-          cp_async8(dst + off, src + off);
+          cp_async8(dst + off, from(off));
       } else {
         for (int off = 4 * lane; off < bytes; off += 4 * 32)
-          cp_async4(dst + off, src + off);
+          cp_async4(dst + off, from(off));
       }
     }
     cp_async_commit();
@@ -254,6 +271,18 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 #pragma unroll
         for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
           acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if constexpr (M == Int8xMode::Swiglu) { // up's row r: its own sum, in the same tree
+          float up = 0.0f;
+          if (r < wr)
+            for (int b = sub; b < np; b += kUnitReduceLanes)
+              up += part[(wr + r) * np + b];
+#pragma unroll
+          for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
+            up += __shfl_xor_sync(0xffffffffu, up, o);
+          // as the swiglu kernel computes it from the two GEMVs' outputs
+          if (sub == 0 && r < wr) store_y(p.y, q.y_off + row0 + r, wo::swiglu::apply(acc, up), p.y_f16);
+          continue;
+        }
         if (sub == 0 && r < wr) { // linear_fused's epilogue, as variant 3 writes it
           const int64_t row = row0 + r;
           void *y = p.y;
@@ -304,14 +333,16 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     // over the grid's warps, ties to the smaller group (more warps in flight). linear_id's
     // problems (experts) share the warps: GPT-OSS's 4 experts of 2880 rows x 90 blocks take 8 rows
     // per group (1440 groups of 3 chunks, one round) rather than 4 (2880 groups of 2 chunks, two).
+    // linear_swiglu: a group is wr rows of gate and the same wr rows of up (p.rows: gate's).
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : 1;
     const int64_t warps = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count() * kUnitWarps;
+    const int halves = seg.swiglu ? 2 : 1;
     int best = 0;
     int64_t best_slots = 0;
-    for (int wr = 1; wr <= kUnitMaxRowsPerGroup; wr *= 2) {
-      if (unit_smem_bytes<D>(p.cols, wr) > kUnitMaxSmem) break;
+    for (int wr = 1; halves * wr <= kUnitMaxRowsPerGroup; wr *= 2) {
+      if (unit_smem_bytes<D>(p.cols, halves * wr) > kUnitMaxSmem) break;
       if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
-      const int64_t units = wr * nb * UnitSplit<T>::value / T::U, groups = p.rows / wr * problems;
+      const int64_t units = halves * wr * nb * UnitSplit<T>::value / T::U, groups = p.rows / wr * problems;
       const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
       if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
     }
@@ -319,7 +350,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     g.n_groups = p.rows / best;
     g.rows_per_group = best;
     g.blocks_per_row = static_cast<int>(nb);
-    g.units_per_group = static_cast<int>(best * nb * UnitSplit<T>::value / T::U);
+    g.units_per_group = static_cast<int>(halves * best * nb * UnitSplit<T>::value / T::U);
     g.copy_bytes = copy_bytes(best);
   }
   return g;
@@ -344,7 +375,6 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   if constexpr (!has_unit<D>()) {
     return false;
   } else {
-    if (seg.swiglu) return false;
     const UnitGrid g = unit_grid<D>(p, seg);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
@@ -358,11 +388,17 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
                              ? std::min<int64_t>(g.n_groups, std::max<int64_t>(1, slots / problems))
                              : std::min<int64_t>((g.n_groups + kUnitWarps - 1) / kUnitWarps, slots);
     const dim3 grid(static_cast<unsigned>(ctas), grid_y(problems));
-    const size_t smem = unit_smem_bytes<D>(p.cols, g.rows_per_group);
-    if (!(seg.n == 0 ? unit_smem_ready<D, Int8xMode::Plain>() : unit_smem_ready<D, Int8xMode::Stacked>()))
+    const size_t smem = unit_smem_bytes<D>(p.cols, (seg.swiglu ? 2 : 1) * g.rows_per_group);
+    const Int8xMode mode = seg.n == 0   ? Int8xMode::Plain
+                           : seg.swiglu ? Int8xMode::Swiglu
+                                        : Int8xMode::Stacked;
+    if (!(mode == Int8xMode::Plain    ? unit_smem_ready<D, Int8xMode::Plain>()
+          : mode == Int8xMode::Swiglu ? unit_smem_ready<D, Int8xMode::Swiglu>()
+                                      : unit_smem_ready<D, Int8xMode::Stacked>()))
       return false;
-    const auto kernel =
-        seg.n == 0 ? gemv_units_kernel<D, Int8xMode::Plain> : gemv_units_kernel<D, Int8xMode::Stacked>;
+    const auto kernel = mode == Int8xMode::Plain    ? gemv_units_kernel<D, Int8xMode::Plain>
+                        : mode == Int8xMode::Swiglu ? gemv_units_kernel<D, Int8xMode::Swiglu>
+                                                    : gemv_units_kernel<D, Int8xMode::Stacked>;
     // A failed launch is left for the caller's cudaGetLastError check.
     (void)wo::pdl::launch(kernel, grid, kUnitWarps * 32, smem, s, p, seg, fu, g);
     return true;
