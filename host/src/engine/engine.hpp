@@ -75,6 +75,10 @@ struct EngineOptions {
   // one machine, two runs each: Qwen 963 vs 1006 tok/s, Phi-3 480 vs 481), so off;
   // WORKER_LINEAR_GLU=1.
   bool linear_glu = false;
+  // wo_host.linear_id_glu (SDK 1.7) asks the codec for the experts' gate, up and activation in one
+  // pass (gpt-oss decode); false (or WORKER_LINEAR_ID_GLU=0) answers WO_ERR_UNSUPPORTED and the
+  // architecture runs two linear_id calls and its activation kernel (the same bits).
+  bool linear_id_glu = true;
 };
 
 struct PluginUse {

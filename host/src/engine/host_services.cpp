@@ -210,6 +210,27 @@ wo_status host_linear_swiglu(void *ctx, const wo_tensor *gate, const wo_tensor *
   });
 }
 
+// The codec's single pass for the experts' gate, up and activation (1.7) when gate and up share a
+// type (one codec), the codec has one and linear_id_glu is on; otherwise WO_ERR_UNSUPPORTED with
+// nothing enqueued (the architecture then runs two linear_id calls and its activation kernel).
+wo_status host_linear_id_glu(void *ctx, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                             int64_t n_slots, const wo_expert_glu *glu) {
+  auto &e = impl(ctx);
+  if (!gate || !up || !x || !y || !ids || !glu) {
+    e.last_codec_error = "linear_id_glu: expected gate, up, x, y, ids and glu, found a NULL";
+    return WO_ERR_INVALID_ARGUMENT;
+  }
+  if (!e.opts.linear_id_glu || gate->ggml_type != up->ggml_type) return WO_ERR_UNSUPPORTED;
+  const QuantRoute *q = nullptr;
+  return codec_call(e, q, [&]() -> wo_status {
+    q = &e.route(gate, "linear_id_glu");
+    if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_id_glu) || !q->vt->linear_id_glu)
+      return WO_ERR_UNSUPPORTED;
+    return q->vt->linear_id_glu(&e.host, gate, up, x, x_type, y, y_type, n_tokens, ids, n_slots, glu);
+  });
+}
+
 // The codec's fused pass when every weight routes to one codec with one type and it has one, and the
 // switches allow it (linear_fused; for several weights linear_multi; for SwiGLU linear_swiglu);
 // otherwise WO_ERR_UNSUPPORTED with nothing enqueued (the architecture runs the separate steps).
@@ -295,6 +316,7 @@ void Engine::Impl::fill_host() {
   host.linear_swiglu = host_linear_swiglu;
   host.linear_fused = host_linear_fused;
   host.linear_id_settled = host_linear_id_settled;
+  host.linear_id_glu = host_linear_id_glu;
 }
 
 } // namespace wo::engine

@@ -55,6 +55,17 @@ public:
                 : h_->linear_id(h_->ctx, w, x, WO_DTYPE_F32, x_slots, y, WO_DTYPE_F32, n, ids, n_slots);
     if (s != WO_OK) fail_host(s, settled ? "linear_id_settled" : "linear_id", w);
   }
+  // The experts' gate, up and activation in one pass (SDK 1.7, see wo::linear_id_glu): y[t][k] =
+  // act(gate[e] x[t] + gate_bias[e], up[e] x[t] + up_bias[e]); false, with nothing enqueued, when
+  // the host declines: the caller runs the two linear_id calls and its activation kernel.
+  bool linear_id_glu(const wo_tensor *gate, const wo_tensor *up, const float *x, float *y, int64_t n,
+                     const int32_t *ids, int64_t n_slots, const wo_expert_glu &glu) const {
+    const wo_status s =
+        wo::linear_id_glu(h_, gate, up, x, WO_DTYPE_F32, y, WO_DTYPE_F32, n, ids, n_slots, glu);
+    if (s == WO_ERR_UNSUPPORTED) return false;
+    if (s != WO_OK) fail_host(s, "linear_id_glu", gate);
+    return true;
+  }
   // out[i] = W[ids[i]] as f32 (ids on the device).
   void gather(const wo_tensor *w, const int32_t *ids, int64_t n, float *out) const {
     if (!h_->gather_rows) fail_host(WO_ERR_UNSUPPORTED, "gather_rows", w);

@@ -6,7 +6,8 @@
 // Experts never copy weights: linear_id reads the chosen experts' rows in place. For prefill
 // the quant codec groups tokens by expert on the device (grouped_gemm.cuh, one tensor-core GEMM
 // launch per matrix); for decode it runs the k chosen GEMVs straight from
-// the device ids (no host round trip unless the host is tracing the routing).
+// the device ids (no host round trip unless the host is tracing the routing), gate, up and the
+// clamped SwiGLU in one of them (linear_id_glu).
 #include "device_ops.hpp"
 
 #include <worker/ggml_types.hpp>
@@ -143,24 +144,34 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       }
       if (tracing) record_routing(inst, RoutingTrace::Chosen, b.ids, m * K, il, s);
     }
-    ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
-    // The ids are settled for up and down (the gate launch came between): their weights start early.
-    ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K, /*settled=*/true);
-    kernels::IndexedBias expert_b; // empty: no bias in the SwiGLU
-    if (inst.fused) {
-      expert_b.gate = f32_data(w.ffn_gate_exps_b);
-      expert_b.up = f32_data(w.ffn_up_exps_b);
-      expert_b.ids = b.ids;
-      expert_b.settled = true; // written by the router, three launches back
-    } else {
-      cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
-              "expert gate bias", il);
-      cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s),
-              "expert up bias", il);
+    // One token: gate, up, their biases and the clamped SwiGLU in one codec pass (SDK 1.7), the
+    // same bits as the steps below.
+    const bool one_pass =
+        inst.fused && m == 1 &&
+        ops.linear_id_glu(w.ffn_gate_exps, w.ffn_up_exps, b.h, b.gate, m, b.ids, K,
+                          wo::expert_glu(WO_GLU_CLAMPED, kOaiSwigluAlpha, kOaiSwigluLimit,
+                                         f32_data(w.ffn_gate_exps_b), f32_data(w.ffn_up_exps_b)));
+    if (!one_pass) {
+      ops.linear_id(w.ffn_gate_exps, b.h, 1, b.gate, m, b.ids, K);
+      // The ids are settled for up and down (the gate launch came between): their weights start early.
+      ops.linear_id(w.ffn_up_exps, b.h, 1, b.up, m, b.ids, K, /*settled=*/true);
+      kernels::IndexedBias expert_b; // empty: no bias in the SwiGLU
+      if (inst.fused) {
+        expert_b.gate = f32_data(w.ffn_gate_exps_b);
+        expert_b.up = f32_data(w.ffn_up_exps_b);
+        expert_b.ids = b.ids;
+        expert_b.settled = true; // written by the router, three launches back
+      } else {
+        cuda_ok(kernels::add_bias_indexed(b.gate, f32_data(w.ffn_gate_exps_b), b.ids, m * K, F, s),
+                "expert gate bias", il);
+        cuda_ok(kernels::add_bias_indexed(b.up, f32_data(w.ffn_up_exps_b), b.ids, m * K, F, s),
+                "expert up bias", il);
+      }
+      cuda_ok(kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s, 0,
+                                  expert_b),
+              "expert clamped swiglu", il);
     }
-    cuda_ok(
-        kernels::swiglu_oai(b.gate, b.up, b.gate, m * K, F, kOaiSwigluAlpha, kOaiSwigluLimit, s, 0, expert_b),
-        "expert clamped swiglu", il);
+    // The ids are settled for down (the router ran two or more launches back).
     ops.linear_id(w.ffn_down_exps, b.gate, K, b.down, m, b.ids, K, /*settled=*/true);
     if (!inst.fused)
       cuda_ok(kernels::add_bias_indexed(b.down, f32_data(w.ffn_down_exps_b), b.ids, m * K, E, s),

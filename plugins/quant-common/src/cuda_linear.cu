@@ -515,4 +515,82 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
   check_launch(what);
 }
 
+bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                       const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens,
+                       const int32_t *ids, int64_t n_slots, const wo_expert_glu *glu) {
+  constexpr const char *kOp = "linear_id_glu";
+  if (!host) throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id_glu: host is NULL");
+  if (!gate || !up || !x || !y || !ids || !glu)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id_glu: expected gate, up, x, y, ids and glu, found a NULL");
+  const bool has_kind = WO_HAS_FIELD(wo_expert_glu, glu->struct_size, kind),
+             has_params = WO_HAS_FIELD(wo_expert_glu, glu->struct_size, limit),
+             has_bias = WO_HAS_FIELD(wo_expert_glu, glu->struct_size, up_bias);
+  const int32_t kind = has_kind ? glu->kind : -1;
+  if (kind != WO_GLU_SILU && kind != WO_GLU_CLAMPED)
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "linear_id_glu: glu->kind expected WO_GLU_SILU (0) or WO_GLU_CLAMPED (1), "
+                "found " +
+                    std::to_string(kind) + " (struct_size " + std::to_string(glu->struct_size) + ")");
+  if (kind == WO_GLU_CLAMPED && !has_params)
+    throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id_glu: WO_GLU_CLAMPED needs alpha and limit; struct_size " +
+                                             std::to_string(glu->struct_size) + " ends before them");
+  const float *gate_bias = has_bias ? glu->gate_bias : nullptr, *up_bias = has_bias ? glu->up_bias : nullptr;
+  if ((gate_bias == nullptr) != (up_bias == nullptr))
+    throw Error(WO_ERR_INVALID_ARGUMENT, "linear_id_glu: expected both biases or neither, found gate_bias " +
+                                             std::string(gate_bias ? "set" : "NULL") + ", up_bias " +
+                                             (up_bias ? "set" : "NULL"));
+  check_dtype(x_type, "x", kOp);
+  check_dtype(y_type, "y", kOp);
+  if (n_slots <= 0)
+    throw Error(WO_ERR_INVALID_ARGUMENT,
+                "linear_id_glu: n_slots expected >= 1, found " + std::to_string(n_slots));
+  const Shape g = weight_shape(ops, gate, kOp, true), u = weight_shape(ops, up, kOp, true);
+  const int64_t n_expert = gate->n_dims >= 3 ? gate->ne[2] : 1;
+  if (up->ggml_type != gate->ggml_type || u.cols != g.cols || u.rows != g.rows ||
+      u.row_bytes != g.row_bytes || (up->n_dims >= 3 ? up->ne[2] : 1) != n_expert)
+    return false; // the host routes one type; other shapes run apart
+  for (const wo_tensor *w : {gate, up})
+    if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * g.rows * g.row_bytes)
+      throw Error(WO_ERR_FORMAT, std::string(kOp) + " on " + describe(w) + ": nbytes " +
+                                     std::to_string(w->nbytes) + " is less than experts*rows*nb1 = " +
+                                     std::to_string(static_cast<uint64_t>(n_expert) * g.rows * g.row_bytes));
+  if (n_tokens != 1 || !ops.gemv_multi || !vector_path(ops, g.cols)) return false;
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", kOp);
+  check_aligned(y, 4, "y", kOp);
+  GemvParams p{static_cast<const uint8_t *>(gate->data),
+               g.row_bytes,
+               g.rows * g.row_bytes,
+               g.rows,
+               g.cols,
+               x,
+               x_type == WO_DTYPE_F16,
+               y,
+               y_type == WO_DTYPE_F16,
+               1,
+               ids,
+               n_slots,
+               1,
+               n_expert};
+  Segments seg;
+  seg.n = 2;
+  seg.swiglu = true;
+  seg.w[0] = static_cast<const uint8_t *>(gate->data);
+  seg.w[1] = static_cast<const uint8_t *>(up->data);
+  seg.end[0] = g.rows;
+  seg.end[1] = 2 * g.rows;
+  seg.y[0] = y;
+  Fusion fu;
+  fu.glu_clamped = kind == WO_GLU_CLAMPED;
+  fu.glu_alpha = fu.glu_clamped ? glu->alpha : 0.0f;
+  fu.glu_limit = fu.glu_clamped ? glu->limit : 0.0f;
+  fu.gate_bias = gate_bias;
+  fu.up_bias = up_bias;
+  if (!ops.gemv_multi(p, seg, fu, host->cuda_stream)) return false;
+  check_launch([&] {
+    return std::string(kOp) + " on " + describe(gate) + ", " + describe(up) +
+           " with n_slots=" + std::to_string(n_slots);
+  });
+  return true;
+}
+
 } // namespace wo::quant

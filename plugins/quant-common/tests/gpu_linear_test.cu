@@ -14,6 +14,7 @@
 #include <worker/ggml_types.hpp>
 #include <worker/kernels.hpp>
 #include <worker/rms_norm.cuh>
+#include <worker/sdk.hpp>
 
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -441,6 +442,127 @@ TEST_F(GpuCodec, LinearIdSettledEqualsLinearId) {
             << wo::ggml::type_name(type) << " x_slots " << x_slots << " ids " << ids[0] << ids[1] << ids[2]
             << ids[3];
       }
+  }
+}
+
+// linear_id_glu (SDK 1.7): the experts' gate, up, their biases and the activation in one launch give
+// exactly the bits of two linear_id calls followed by the SDK's activation kernel (swiglu_oai with
+// the indexed biases, or swiglu), for every type, at expert sizes the whole-block GEMV takes, with
+// fresh random ids (an expert's up rows read from the wrong place would show). Small experts, several
+// tokens and gate/up of different shapes decline with nothing written; a bad activation is refused.
+TEST_F(GpuCodec, LinearIdGluEqualsTwoLinearIdsThenTheActivation) {
+  if (!WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_id_glu) || !q->linear_id_glu)
+    GTEST_SKIP() << "codec without linear_id_glu";
+  if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
+  const cudaStream_t s = dev->stream();
+  for (uint32_t type : kPlugin.types) {
+    const char *tn = wo::ggml::type_name(type);
+    const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+    const int64_t experts = 6, slots = 4;
+    for (const int64_t rows : {int64_t{1032}, int64_t{64}}) { // 1 MiB+ experts (units), and small ones
+      const int64_t cols = valid_cols(type, rows > 64 ? 2880 : 256);
+      const bool units = unit_gemv_weight(type, rows, cols);
+      const auto graw = random_blocks(type, rows * experts, cols, rng());
+      const auto uraw = random_blocks(type, rows * experts, cols, rng());
+      DeviceArray<uint8_t> gw(graw.size()), uw(uraw.size());
+      gw.upload(graw.data(), graw.size());
+      uw.upload(uraw.data(), uraw.size());
+      const wo_tensor tg = make_tensor(type, gw.get(), cols, rows, experts),
+                      tu = make_tensor(type, uw.get(), cols, rows, experts);
+      const auto gbf = normal_floats(static_cast<size_t>(experts * rows), rng());
+      const auto ubf = normal_floats(static_cast<size_t>(experts * rows), rng());
+      DeviceArray<float> gb(gbf.size()), ub(ubf.size());
+      gb.upload(gbf.data(), gbf.size());
+      ub.upload(ubf.data(), ubf.size());
+      for (const bool clamped : {true, false})
+        for (int rep = 0; rep < 2; ++rep) {
+          std::vector<int32_t> ids(slots);
+          for (auto &e : ids)
+            e = static_cast<int32_t>(rng() % experts);
+          // Scaled so that the clamp at 7 binds on some rows.
+          const auto xf = normal_floats(static_cast<size_t>(cols), rng(), 4.0f);
+          DeviceArray<float> x(xf.size()), y(slots * rows), yg(slots * rows), yu(slots * rows),
+              want(slots * rows);
+          DeviceArray<int32_t> dids(ids.size());
+          x.upload(xf.data(), xf.size());
+          dids.upload(ids.data(), ids.size());
+          const std::vector<float> untouched(static_cast<size_t>(slots * rows), 7.0f);
+          y.upload(untouched.data(), untouched.size());
+          const wo_expert_glu glu = clamped ? wo::expert_glu(WO_GLU_CLAMPED, 1.702f, 7.0f, gb.get(), ub.get())
+                                            : wo::expert_glu(WO_GLU_SILU, 0.0f, 0.0f);
+          const wo_status st = q->linear_id_glu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(),
+                                                WO_DTYPE_F32, 1, dids.get(), slots, &glu);
+          if (!block_type || !units) {
+            EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << " " << rows << "x" << cols << ": only the unit GEMV";
+            dev->sync();
+            EXPECT_EQ(y.download(untouched.size()), untouched) << tn << ": a declined linear_id_glu wrote";
+            continue;
+          }
+          ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
+          ASSERT_EQ(q->linear_id(dev->host(), &tg, x.get(), WO_DTYPE_F32, 1, yg.get(), WO_DTYPE_F32, 1,
+                                 dids.get(), slots),
+                    WO_OK);
+          ASSERT_EQ(q->linear_id(dev->host(), &tu, x.get(), WO_DTYPE_F32, 1, yu.get(), WO_DTYPE_F32, 1,
+                                 dids.get(), slots),
+                    WO_OK);
+          if (clamped) {
+            wo::kernels::IndexedBias bias;
+            bias.gate = gb.get(), bias.up = ub.get(), bias.ids = dids.get();
+            ASSERT_EQ(wo::kernels::swiglu_oai(yg.get(), yu.get(), want.get(), slots, rows, 1.702f, 7.0f, s, 0,
+                                              bias),
+                      cudaSuccess);
+          } else {
+            ASSERT_EQ(wo::kernels::swiglu(yg.get(), yu.get(), want.get(), slots, rows, s), cudaSuccess);
+          }
+          dev->sync();
+          const auto got = y.download(slots * rows), ref = want.download(slots * rows);
+          EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0)
+              << tn << (clamped ? " clamped" : " silu") << " ids " << ids[0] << ids[1] << ids[2] << ids[3];
+          if (rep == 0 && clamped) { // the clamp binds on some rows, or the test would not show it
+            int clamped_rows = 0;
+            const auto g = yg.download(slots * rows);
+            for (int64_t i = 0; i < slots * rows; ++i)
+              clamped_rows +=
+                  g[static_cast<size_t>(i)] + gbf[static_cast<size_t>(ids[i / rows] * rows + i % rows)] >
+                  7.0f;
+            EXPECT_GT(clamped_rows, 0) << tn;
+            std::printf("[ id_glu   ] %-6s %lldx%lld x %lld experts: %d of %lld gate values past the limit\n",
+                        tn, static_cast<long long>(rows), static_cast<long long>(cols),
+                        static_cast<long long>(experts), clamped_rows, static_cast<long long>(slots * rows));
+          }
+        }
+      if (!block_type || !units) continue;
+      // Declined with nothing written: several tokens, up of another row count. Refused: one bias,
+      // an unknown kind.
+      const std::vector<float> sentinel(static_cast<size_t>(slots * rows), 7.0f);
+      DeviceArray<float> x(2 * cols), y(2 * slots * rows);
+      DeviceArray<int32_t> dids(2 * slots);
+      const std::vector<int32_t> zeros(2 * slots, 0);
+      dids.upload(zeros.data(), zeros.size());
+      const auto xf = normal_floats(static_cast<size_t>(2 * cols), rng());
+      x.upload(xf.data(), xf.size());
+      y.upload(sentinel.data(), sentinel.size());
+      const wo_expert_glu silu = wo::expert_glu(WO_GLU_SILU, 0.0f, 0.0f);
+      EXPECT_EQ(q->linear_id_glu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 2,
+                                 dids.get(), slots, &silu),
+                WO_ERR_UNSUPPORTED);
+      const wo_tensor shorter = make_tensor(type, uw.get(), cols, rows - 8, experts);
+      EXPECT_EQ(q->linear_id_glu(dev->host(), &tg, &shorter, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1,
+                                 dids.get(), slots, &silu),
+                WO_ERR_UNSUPPORTED);
+      const wo_expert_glu one_bias = wo::expert_glu(WO_GLU_CLAMPED, 1.702f, 7.0f, gb.get(), nullptr);
+      EXPECT_EQ(q->linear_id_glu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1,
+                                 dids.get(), slots, &one_bias),
+                WO_ERR_INVALID_ARGUMENT);
+      wo_expert_glu bad_kind = silu;
+      bad_kind.kind = 7;
+      EXPECT_EQ(q->linear_id_glu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1,
+                                 dids.get(), slots, &bad_kind),
+                WO_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(q->last_error()).find("found 7"), std::string::npos) << q->last_error();
+      dev->sync();
+      EXPECT_EQ(y.download(sentinel.size()), sentinel) << tn << ": a declined or refused linear_id_glu wrote";
+    }
   }
 }
 

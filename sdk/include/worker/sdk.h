@@ -28,8 +28,9 @@ extern "C" {
 
 #define WORKER_SDK_ABI_MAJOR 1u
 #define WORKER_SDK_ABI_MINOR                                                                                 \
-  6u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
-        1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled */
+  7u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+        1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled;              \
+        1.7: linear_id_glu, wo_expert_glu */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -143,6 +144,7 @@ typedef struct wo_tensor {
  * WO_ERR_NO_DEVICE on a host without a GPU (e.g. `worker-orcd tokenize`).
  * ------------------------------------------------------------------------------------------- */
 typedef struct wo_linear_fusion wo_linear_fusion; /* 1.4, defined below */
+typedef struct wo_expert_glu wo_expert_glu;       /* 1.7, defined below */
 typedef struct wo_host wo_host;
 struct wo_host {
   uint32_t struct_size;
@@ -223,6 +225,15 @@ struct wo_host {
   wo_status (*linear_id_settled)(void *ctx, const wo_tensor *w, const void *x, wo_dtype x_type,
                                  int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
                                  const int32_t *ids, int64_t n_slots);
+
+  /* 1.7 (check WO_HAS_FIELD and NULL): a mixture-of-experts feed-forward's first half in one pass:
+   * two linear_id calls (gate and up: 3-D weights of one type and shape, every slot reading the
+   * token's x) and the gated activation of wo_expert_glu, y[t][k][r] = act(g, u). Optional: it
+   * answers WO_ERR_UNSUPPORTED with nothing enqueued when no single pass serves the request (another
+   * n_tokens, type or shape); the caller then runs the steps itself. The same bits as the steps. */
+  wo_status (*linear_id_glu)(void *ctx, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                             int64_t n_slots, const wo_expert_glu *glu);
 };
 #define WO_LINEAR_MULTI_MAX 4
 
@@ -252,6 +263,21 @@ struct wo_linear_fusion {
    * kernel's expression, so the down projection needs no SwiGLU kernel before it. Not with
    * norm_weight. Hosts pass WO_LINEAR_GLU only to codecs built against SDK >= 1.5. */
   const float *glu_up;
+};
+
+/* 1.7: linear_id_glu's activation. For token t, slot k, expert e = ids[t n_slots + k] and row r:
+ *   g = gate[e]_r . x_t + (gate_bias ? gate_bias[e][r] : 0), u likewise with up and up_bias
+ *   (F32 [n_expert][rows], device; both or neither);
+ *   WO_GLU_SILU:    y = g / (1 + exp(-g)) * u                          (the SDK swiglu kernel)
+ *   WO_GLU_CLAMPED: g' = min(g, limit), u' = clamp(u, -limit, limit),
+ *                   y = g' / (1 + exp(-alpha g')) * (u' + 1)          (gpt-oss; swiglu_oai) */
+#define WO_GLU_SILU 0
+#define WO_GLU_CLAMPED 1
+struct wo_expert_glu {
+  uint32_t struct_size;
+  int32_t kind; /* WO_GLU_SILU or WO_GLU_CLAMPED */
+  float alpha, limit;
+  const float *gate_bias, *up_bias;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -363,6 +389,12 @@ typedef struct wo_quant_v1 {
   wo_status (*linear_id_settled)(const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,
                                  int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
                                  const int32_t *ids, int64_t n_slots);
+
+  /* 1.7, optional (may be NULL or absent): wo_host.linear_id_glu for gate and up of one of this
+   * codec's types. WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for them. */
+  wo_status (*linear_id_glu)(const wo_host *host, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                             wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                             int64_t n_slots, const wo_expert_glu *glu);
 } wo_quant_v1;
 
 /* ---------------------------------------------------------------------------------------------

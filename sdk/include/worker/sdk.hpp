@@ -276,6 +276,30 @@ inline wo_status linear_id_settled(const wo_host *h, const wo_tensor *w, const v
   return h->linear_id(h->ctx, w, x, x_type, x_slots, y, y_type, n_tokens, ids, n_slots);
 }
 
+// The experts' gate, up and gated activation in one pass through the host's linear_id_glu (SDK 1.7;
+// see wo_expert_glu). WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or when no single
+// pass serves the request: the caller then runs the two linear_id calls and its activation kernel.
+inline wo_status linear_id_glu(const wo_host *h, const wo_tensor *gate, const wo_tensor *up, const void *x,
+                               wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens,
+                               const int32_t *ids, int64_t n_slots, const wo_expert_glu &glu) {
+  if (WO_HAS_FIELD(wo_host, h->struct_size, linear_id_glu) && h->linear_id_glu)
+    return h->linear_id_glu(h->ctx, gate, up, x, x_type, y, y_type, n_tokens, ids, n_slots, &glu);
+  return WO_ERR_UNSUPPORTED;
+}
+
+// The activation of linear_id_glu: kind WO_GLU_SILU or WO_GLU_CLAMPED, biases F32 [n_expert][rows].
+inline wo_expert_glu expert_glu(int32_t kind, float alpha, float limit, const float *gate_bias = nullptr,
+                                const float *up_bias = nullptr) {
+  wo_expert_glu g{};
+  g.struct_size = sizeof g;
+  g.kind = kind;
+  g.alpha = alpha;
+  g.limit = limit;
+  g.gate_bias = gate_bias;
+  g.up_bias = up_bias;
+  return g;
+}
+
 // A projection with its norm, bias or residual add folded in (SDK 1.4; see wo_linear_fusion),
 // through the host's linear_fused. WO_ERR_UNSUPPORTED, with nothing enqueued, on an older host or
 // when no single pass serves the request: the caller then runs the steps itself.

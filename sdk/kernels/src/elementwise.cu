@@ -64,9 +64,7 @@ __global__ void swiglu_oai_kernel(const float *gate, const float *up, float *out
       gi = gi + bg;
       ui = ui + bu;
     }
-    const float g = fminf(gi, limit);
-    const float u = fminf(fmaxf(ui, -limit), limit);
-    out[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    out[i] = wo::swiglu::apply_clamped(gi, ui, alpha, limit);
   }
 }
 

@@ -157,6 +157,47 @@ TEST(LinearSwiglu, OlderHostsAnswerUnsupportedAndNewerOnesCallTheService) {
   EXPECT_EQ(g_swiglu_calls, 1);
 }
 
+const wo_expert_glu *g_glu_seen = nullptr;
+int g_glu_calls = 0;
+wo_status count_glu(void *, const wo_tensor *, const wo_tensor *, const void *, wo_dtype, void *, wo_dtype,
+                    int64_t, const int32_t *, int64_t, const wo_expert_glu *glu) {
+  ++g_glu_calls;
+  g_glu_seen = glu;
+  return WO_OK;
+}
+
+// linear_id_glu (1.7) is optional: a 1.6 host (or one without the service) answers
+// WO_ERR_UNSUPPORTED without calling anything, so gpt-oss runs its two linear_id calls and
+// swiglu_oai; a newer host gets the activation as the helper built it (struct_size set).
+TEST(LinearIdGlu, OlderHostsAnswerUnsupportedAndNewerOnesGetTheActivation) {
+  wo_tensor g{}, u{};
+  float x[4] = {1, 2, 3, 4}, y[4] = {}, gb[2] = {}, ub[2] = {};
+  int32_t ids[2] = {0, 1};
+  const wo_expert_glu glu = wo::expert_glu(WO_GLU_CLAMPED, 1.702f, 7.0f, gb, ub);
+  EXPECT_EQ(glu.struct_size, sizeof(wo_expert_glu));
+  wo_host older{};
+  older.struct_size = static_cast<uint32_t>(offsetof(wo_host, linear_id_glu)); // a 1.6 host
+  older.linear_id_glu = count_glu; // past its struct_size: must not be called
+  g_glu_calls = 0;
+  EXPECT_EQ(wo::linear_id_glu(&older, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1, ids, 2, glu),
+            WO_ERR_UNSUPPORTED);
+  EXPECT_EQ(g_glu_calls, 0);
+  wo_host none = older;
+  none.struct_size = sizeof(wo_host);
+  none.linear_id_glu = nullptr;
+  EXPECT_EQ(wo::linear_id_glu(&none, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1, ids, 2, glu),
+            WO_ERR_UNSUPPORTED);
+  wo_host newer = older;
+  newer.struct_size = sizeof(wo_host);
+  EXPECT_EQ(wo::linear_id_glu(&newer, &g, &u, x, WO_DTYPE_F32, y, WO_DTYPE_F32, 1, ids, 2, glu), WO_OK);
+  ASSERT_EQ(g_glu_calls, 1);
+  EXPECT_EQ(g_glu_seen, &glu);
+  EXPECT_EQ(g_glu_seen->kind, WO_GLU_CLAMPED);
+  EXPECT_EQ(g_glu_seen->limit, 7.0f);
+  EXPECT_EQ(g_glu_seen->gate_bias, gb);
+  EXPECT_EQ(g_glu_seen->up_bias, ub);
+}
+
 int g_fused_calls = 0;
 wo_linear_fusion g_fusion_seen{};
 wo_status record_fused(void *, int32_t, int32_t, const wo_tensor *const *, const void *, wo_dtype,

@@ -137,6 +137,15 @@ template <class Codec> struct CodecPlugin {
                                n_tokens);
     });
   }
+  static wo_status linear_id_glu(const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                                 const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens,
+                                 const int32_t *ids, int64_t n_slots, const wo_expert_glu *glu) {
+    return one_launch("linear_id_glu: no single pass for these experts; run two linear_id and the activation",
+                      [&] {
+                        return run_linear_id_glu(ops_for(gate, "linear_id_glu"), host, gate, up, x, x_type, y,
+                                                 y_type, n_tokens, ids, n_slots, glu);
+                      });
+  }
   static wo_status linear_fused(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
                                 const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type,
                                 int64_t n_tokens, const wo_linear_fusion *fusion) {
@@ -164,6 +173,7 @@ template <class Codec> struct CodecPlugin {
     v.linear_swiglu = &linear_swiglu;
     v.linear_fused = &linear_fused;
     v.linear_id_settled = &linear_id_settled;
+    v.linear_id_glu = &linear_id_glu;
 #endif
     v.last_error = &last_error;
     return v;

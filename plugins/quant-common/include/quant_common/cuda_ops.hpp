@@ -67,6 +67,11 @@ struct Fusion {
   const float *bias = nullptr;
   bool accumulate = false;
   const float *glu_up = nullptr; // WO_LINEAR_GLU: the weights read silu(x) * glu_up (SDK 1.5)
+  // linear_id_glu (SDK 1.7, Segments::swiglu with ids): the activation and the experts' biases
+  // ([n_expert][rows], both or neither) added to gate's and up's dots before it.
+  bool glu_clamped = false; // WO_GLU_CLAMPED (else WO_GLU_SILU)
+  float glu_alpha = 0.0f, glu_limit = 0.0f;
+  const float *gate_bias = nullptr, *up_bias = nullptr;
   bool any() const { return norm_w || bias || accumulate || glu_up; }
 };
 
@@ -147,6 +152,12 @@ bool run_linear_fused(const TypeOps &ops, const wo_host *host, int32_t op, int32
                       wo_dtype y_type, int64_t n_tokens, const wo_linear_fusion *fusion);
 void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const int32_t *ids, int64_t n,
                 void *out, wo_dtype out_type);
+// linear_id_glu: the experts' gate, up and activation in one launch. False (nothing enqueued) when
+// there is no such path (n_tokens != 1, gate and up of different shapes, a type or shape the
+// whole-block GEMV does not take).
+bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor *gate, const wo_tensor *up,
+                       const void *x, wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens,
+                       const int32_t *ids, int64_t n_slots, const wo_expert_glu *glu);
 // ids_settled: wo_host.linear_id_settled's promise (the unit GEMV then reads the ids and issues
 // the experts' first weight chunks before waiting on the previous launch).
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,

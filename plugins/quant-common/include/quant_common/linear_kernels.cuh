@@ -390,7 +390,8 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
 template <class D>
 bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &fu, void *stream) {
   if constexpr (has_xdot<D>()) {
-    if (p.n_tokens != 1 || p.ids || (seg.n == 0 && !fu.any())) return false;
+    // (with ids: linear_id_glu, variant 5 only)
+    if (p.n_tokens != 1 || (p.ids && !seg.swiglu) || (seg.n == 0 && !fu.any())) return false;
     const auto s = static_cast<cudaStream_t>(stream);
     // Variant 5 where each weight alone would run it, variant 3 where none would; a mixed stack, or
     // a stack variant 5 declines, goes back to the host, whose separate linears then sum each row
@@ -402,6 +403,7 @@ bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &f
       if (units == std::max(seg.n, 1)) return launch_units<D>(p, s, seg, fu);
       if (units > 0) return false;
     }
+    if (p.ids) return false;
     if (gemv_variant() == 3 || gemv_variant() == 5) return launch_int8x<D>(p, s, seg, fu);
   }
   return false;

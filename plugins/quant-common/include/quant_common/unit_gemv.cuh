@@ -177,7 +177,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       const auto from = [&](int off) {
         if constexpr (M == Int8xMode::Swiglu) {
           const int64_t half_bytes = wr * static_cast<int64_t>(p.row_bytes);
-          return at + off < half_bytes ? src + off : seg.w[1] + grp * half_bytes + (at + off - half_bytes);
+          // (w - p.w: the expert's offset under linear_id, the same in both weights)
+          return at + off < half_bytes ? src + off
+                                       : seg.w[1] + (w - p.w) + grp * half_bytes + (at + off - half_bytes);
         } else {
           return src + off;
         }
@@ -223,6 +225,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (!first_issued || prob != blockIdx.y) // the first chunks of this problem's weights
       for (int s = 0; s < kUnitStages - 1; ++s)
         issue(q.w, s);
+    // linear_id_glu's biases: rows of this problem's expert
+    const int64_t bias_row0 =
+        M == Int8xMode::Swiglu && fu.gate_bias && p.expert_bytes ? (q.w - p.w) / p.expert_bytes * p.rows : 0;
     __syncthreads();      // the previous problem's readers are done with the stage
     float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
     if (fu.norm_w)
@@ -279,8 +284,16 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 #pragma unroll
           for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
             up += __shfl_xor_sync(0xffffffffu, up, o);
-          // as the swiglu kernel computes it from the two GEMVs' outputs
-          if (sub == 0 && r < wr) store_y(p.y, q.y_off + row0 + r, wo::swiglu::apply(acc, up), p.y_f16);
+          // as the swiglu (swiglu_oai) kernel computes it from the two GEMVs' outputs (and the biases)
+          if (sub == 0 && r < wr) {
+            float g = acc;
+            if (fu.gate_bias)
+              g = g + fu.gate_bias[bias_row0 + row0 + r], up = up + fu.up_bias[bias_row0 + row0 + r];
+            store_y(p.y, q.y_off + row0 + r,
+                    fu.glu_clamped ? wo::swiglu::apply_clamped(g, up, fu.glu_alpha, fu.glu_limit)
+                                   : wo::swiglu::apply(g, up),
+                    p.y_f16);
+          }
           continue;
         }
         if (sub == 0 && r < wr) { // linear_fused's epilogue, as variant 3 writes it

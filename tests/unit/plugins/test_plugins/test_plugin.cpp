@@ -244,7 +244,7 @@ Vtable make_vtable() {
 using Vtable = wo_quant_v1;
 Vtable make_vtable() {
   return {sizeof(wo_quant_v1), 1,       kTypes,  q_dequantize, q_quantize, q_check, nullptr, nullptr, nullptr,
-          q_last_error,        nullptr, nullptr, nullptr,      nullptr};
+          q_last_error,        nullptr, nullptr, nullptr,      nullptr,    nullptr};
 }
 #endif
 
