@@ -235,6 +235,9 @@ const Llamacpp *llamacpp_figures(const std::string &arch) {
   return nullptr;
 }
 
+// The warm-up decode's prompt (graph captures, sampler buffers) before the measured runs.
+constexpr int kWarmupDepth = 32;
+
 int run_engine_bench(const Options &o) {
   wo::engine::EngineOptions eo;
   eo.model = o.model;
@@ -245,6 +248,7 @@ int run_engine_bench(const Options &o) {
     max_ctx = std::max(max_ctx, p + 16);
   for (int d : o.depths)
     max_ctx = std::max(max_ctx, d + o.n_decode + 16);
+  max_ctx = std::max(max_ctx, kWarmupDepth + o.n_decode + 16); // the warm-up decode
   max_ctx = std::max(max_ctx, o.profile_prefill + 16);
   eo.n_ctx = max_ctx;
   eo.residency_interval_s = 0;
@@ -307,7 +311,7 @@ int run_engine_bench(const Options &o) {
     double tps, med, p95;
   };
   std::vector<Dec> decs;
-  b.decode(32); // warm-up
+  b.decode(kWarmupDepth); // warm-up
   for (int d : o.depths) {
     auto lat = b.decode(d);
     double total = 0;
