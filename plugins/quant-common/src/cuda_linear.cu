@@ -464,6 +464,38 @@ void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   check_launch(what);
 }
 
+namespace {
+// A 3-D expert weight must hold all its experts' rows (nbytes, where the host says it).
+void check_expert_bytes(const wo_tensor *w, const Shape &sh, int64_t n_expert, const std::string &where) {
+  if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes)
+    throw Error(WO_ERR_FORMAT, where + ": nbytes " + std::to_string(w->nbytes) +
+                                   " is less than experts*rows*nb1 = " +
+                                   std::to_string(static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes));
+}
+
+// linear_id's problem set over expert weight w (x and y aligned for the vector loads).
+GemvParams expert_problems(const wo_tensor *w, const Shape &sh, int64_t n_expert, const void *x,
+                           wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens, const int32_t *ids,
+                           int64_t n_slots, int64_t x_slots, const char *op) {
+  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", op);
+  check_aligned(y, 4, "y", op);
+  return GemvParams{static_cast<const uint8_t *>(w->data),
+                    sh.row_bytes,
+                    sh.rows * sh.row_bytes,
+                    sh.rows,
+                    sh.cols,
+                    x,
+                    x_type == WO_DTYPE_F16,
+                    y,
+                    y_type == WO_DTYPE_F16,
+                    n_tokens,
+                    ids,
+                    n_slots,
+                    x_slots,
+                    n_expert};
+}
+} // namespace
+
 void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x,
                    wo_dtype x_type, int64_t x_slots, void *y, wo_dtype y_type, int64_t n_tokens,
                    const int32_t *ids, int64_t n_slots, bool ids_settled) {
@@ -479,31 +511,14 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
   if (n_tokens < 0 || n_slots <= 0 || (x_slots != 1 && x_slots != n_slots))
     throw Error(WO_ERR_INVALID_ARGUMENT,
                 what() + ": expected n_tokens >= 0, n_slots >= 1 and x_slots 1 or n_slots");
-  if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes)
-    throw Error(WO_ERR_FORMAT, what() + ": nbytes " + std::to_string(w->nbytes) +
-                                   " is less than experts*rows*nb1 = " +
-                                   std::to_string(static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes));
+  check_expert_bytes(w, sh, n_expert, what());
   if (n_tokens == 0) return;
   if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
   if (!vector_path(ops, sh.cols))
     throw Error(WO_ERR_UNSUPPORTED,
                 what() + ": row length must be a multiple of " + std::to_string(ops.block_elems));
-  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", "linear_id");
-  check_aligned(y, 4, "y", "linear_id");
-  GemvParams p{static_cast<const uint8_t *>(w->data),
-               sh.row_bytes,
-               sh.rows * sh.row_bytes,
-               sh.rows,
-               sh.cols,
-               x,
-               x_type == WO_DTYPE_F16,
-               y,
-               y_type == WO_DTYPE_F16,
-               n_tokens,
-               ids,
-               n_slots,
-               x_slots,
-               n_expert};
+  GemvParams p =
+      expert_problems(w, sh, n_expert, x, x_type, y, y_type, n_tokens, ids, n_slots, x_slots, "linear_id");
   p.ids_settled = ids_settled;
   // Grouped GEMM for many tokens, unless the tile grid would pass CUDA's grid.y limit.
   if (n_tokens >= grouped_min_tokens() && ops.grouped && grouped_enabled() && n_expert <= kGroupMaxExperts &&
@@ -550,27 +565,9 @@ bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor 
       u.row_bytes != g.row_bytes || (up->n_dims >= 3 ? up->ne[2] : 1) != n_expert)
     return false; // the host routes one type; other shapes run apart
   for (const wo_tensor *w : {gate, up})
-    if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * g.rows * g.row_bytes)
-      throw Error(WO_ERR_FORMAT, std::string(kOp) + " on " + describe(w) + ": nbytes " +
-                                     std::to_string(w->nbytes) + " is less than experts*rows*nb1 = " +
-                                     std::to_string(static_cast<uint64_t>(n_expert) * g.rows * g.row_bytes));
+    check_expert_bytes(w, g, n_expert, std::string(kOp) + " on " + describe(w));
   if (n_tokens != 1 || !ops.gemv_multi || !vector_path(ops, g.cols)) return false;
-  check_aligned(x, x_type == WO_DTYPE_F16 ? 8 : 16, "x", kOp);
-  check_aligned(y, 4, "y", kOp);
-  GemvParams p{static_cast<const uint8_t *>(gate->data),
-               g.row_bytes,
-               g.rows * g.row_bytes,
-               g.rows,
-               g.cols,
-               x,
-               x_type == WO_DTYPE_F16,
-               y,
-               y_type == WO_DTYPE_F16,
-               1,
-               ids,
-               n_slots,
-               1,
-               n_expert};
+  const GemvParams p = expert_problems(gate, g, n_expert, x, x_type, y, y_type, 1, ids, n_slots, 1, kOp);
   Segments seg;
   seg.n = 2;
   seg.swiglu = true;
