@@ -43,7 +43,7 @@ struct Options {
   int reps = 3;
   std::vector<int> prompts = {16, 128, 512, 2048};
   std::vector<int> depths = {0, 2048}; // decode from an empty context and at 2048 (the perf goals' points)
-  int profile_steps = 0; // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
+  int profile_steps = 0;   // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
   int profile_prefill = 0; // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
 };
 
