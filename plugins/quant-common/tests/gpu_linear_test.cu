@@ -184,6 +184,18 @@ const ShapeCase kShapes[] = {{896, 896},   {4864, 896},  {896, 4864}, {151936, 8
                              {2880, 2880}, {4096, 4096}, {32, 2880}};
 const int64_t kTokens[] = {1, 3, 7, 64, 512}; // 3: the multi-token GEMV; 7 and up: cuBLAS
 constexpr double kLinearTol = 2e-3;
+// One-token GEMVs of the block types run on int8 activations (act_terms()). With one term
+// (WORKER_ACT_TERMS=1, llama.cpp's q8_1) each activation is rounded to a step of amax/127 of its
+// 32: on normal x (amax ~2.3 sigma) an rms error of ~2.3 / (127 sqrt 12) ~ 5e-3 sigma, ~5e-3
+// relative error in a dot with zero-mean weights (MXFP4 measured 4.8-5.6e-3); the types with a
+// min or offset (Q4_1, Q5_1, Q4_K, Q5_K) keep the weights' mean in the dot and measured up to
+// 1.5e-2 (Q5_1 4864x896) and 1.9e-2 (a Q5_K linear_id slot of 1032 rows) on the H100. The limit
+// is twice the worst. Two terms: kLinearTol.
+constexpr double kOneTermTol = 4e-2;
+double linear_tol(uint32_t type, bool one_token) {
+  const bool block_type = wo::ggml::type_info(type)->block_elems != 1;
+  return block_type && one_token && wo::quant::dev::act_terms() == 1 ? kOneTermTol : kLinearTol;
+}
 // The GEMV variant the codec runs when it is not the default one (5) or variant 3, the two with
 // the one-launch paths; null otherwise.
 const char *non_default_gemv() {
@@ -237,7 +249,8 @@ TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
         std::printf("[ linear   ] %-5s %6lldx%-5lld n=%-3lld rel_l2=%.3e%s\n", wo::ggml::type_name(type),
                     static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(n),
                     err, cols != s.cols ? " (row length adjusted to the block size)" : "");
-        EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " " << rows << "x" << cols << " n=" << n;
+        EXPECT_LE(err, linear_tol(type, n == 1))
+            << wo::ggml::type_name(type) << " " << rows << "x" << cols << " n=" << n;
       }
     }
   }
@@ -269,7 +282,7 @@ TEST_F(GpuCodec, HalfActivationsAndOutputs) {
       for (size_t i = 0; i < yh.size(); ++i)
         yf[i] = half_to_float(yh[i]);
       const double err = rel_err(yf, rows, sample, reference(wref, sample.size(), xf, n, cols), n);
-      EXPECT_LE(err, kLinearTol) << wo::ggml::type_name(type) << " F16 x/y n=" << n;
+      EXPECT_LE(err, linear_tol(type, n == 1)) << wo::ggml::type_name(type) << " F16 x/y n=" << n;
     }
   }
 }
@@ -397,7 +410,7 @@ TEST_F(GpuCodec, LinearIdMatchesPerExpertLinear) {
             EXPECT_LE(rel_l2(got.data(), want.data(), rows), 1e-6)
                 << wo::ggml::type_name(type) << " slot " << tk;
           }
-          EXPECT_LE(rel_err(got, rows, idx, ref, 1), kLinearTol)
+          EXPECT_LE(rel_err(got, rows, idx, ref, 1), linear_tol(type, !grouped))
               << wo::ggml::type_name(type) << " slot " << tk;
         }
       }

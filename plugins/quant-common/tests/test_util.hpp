@@ -72,10 +72,19 @@ inline std::vector<float> outlier_activations(size_t n, uint64_t seed) {
 // dots) equals the FP64 dot of the reference-dequantized row w[r] with the staged activations
 // (`staged`, what the int8 terms represent) within FP32 rounding of the scale products and sums
 // (2e-6 of the row's magnitude; the integer dots are exact), hence the true activations `x` within
-// the staging bound; whole rows within rel. L2 4e-4 (the GEMV tests' limit is 2e-3; even 25x
-// outliers, which coarsen their groups' steps, keep rows ~1e-4).
+// the staging bound; whole rows within rel. L2 `rel_limit` against the true activations (two terms:
+// 4e-4, the GEMV tests' limit is 2e-3; even 25x outliers, which coarsen their groups' steps, keep
+// rows ~1e-4; kNoRowSummary: none, see there).
+// One activation term (act_terms() == 1, llama.cpp's q8_1): each activation is a step of amax/127
+// of its 32. The per-row checks above hold as they are (exact against the staged values, the
+// staging bound against the true ones); the whole-row summary does not apply: with the 25x
+// outliers of outlier_activations coarsening their groups, 8 short rows gave rel. L2 up to 8.5%
+// over 1000 seeds. GPU tests bound one term on normal activations (kOneTermTol).
+constexpr double kNoRowSummary = -1.0;
+
 inline void expect_rows_match_fp64(const std::vector<double> &got, const std::vector<float> &w,
-                                   const std::vector<float> &x, const std::vector<double> &staged) {
+                                   const std::vector<float> &x, const std::vector<double> &staged,
+                                   double rel_limit = 4e-4) {
   const size_t cols = x.size(), rows = got.size();
   std::vector<float> got_f(rows), want_f(rows);
   for (size_t r = 0; r < rows; ++r) {
@@ -92,7 +101,9 @@ inline void expect_rows_match_fp64(const std::vector<double> &got, const std::ve
     got_f[r] = static_cast<float>(got[r]);
     want_f[r] = static_cast<float>(want);
   }
-  EXPECT_LE(rel_l2(got_f.data(), want_f.data(), rows), 4e-4);
+  if (rel_limit != kNoRowSummary) {
+    EXPECT_LE(rel_l2(got_f.data(), want_f.data(), rows), rel_limit);
+  }
 }
 
 } // namespace wo::quant::testing

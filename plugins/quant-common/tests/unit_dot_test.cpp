@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <type_traits>
 
 namespace wo::quant {
 namespace {
@@ -30,7 +31,9 @@ template <int QU> struct StagedUnits {
   XU<QU> view() const { return XU<QU>{hi.data(), lo.data(), meta.data(), {held[0], held[1]}}; }
 };
 
-template <int QU, XOrder O, bool kHalfSums> StagedUnits<QU> stage(const std::vector<float> &x) {
+// kTerms == 1: lo is zero in the value and the sums, poison in the array (not read).
+template <int QU, XOrder O, bool kHalfSums, int kTerms = 2>
+StagedUnits<QU> stage(const std::vector<float> &x) {
   const size_t n = x.size();
   // whole 128-byte lines, as unit_stage_bytes sizes them
   StagedUnits<QU> s{std::vector<uint8_t>((n + 127) / 128 * 128), std::vector<uint8_t>((n + 127) / 128 * 128),
@@ -46,11 +49,11 @@ template <int QU, XOrder O, bool kHalfSums> StagedUnits<QU> stage(const std::vec
       int hs = 0, ls = 0;
       for (size_t i = 16 * half; i < 16 * half + 16; ++i) {
         int h, l;
-        xq_split(x[32 * g + i], inv, h, l);
+        xq_split<kTerms>(x[32 * g + i], inv, h, l);
         const int si = staged_index(O, static_cast<int>(i));
         const size_t at = 16 * granule_slot<QU>(static_cast<int>(2 * g + si / 16)) + si % 16;
         s.hi[at] = static_cast<uint8_t>(static_cast<int8_t>(h));
-        s.lo[at] = static_cast<uint8_t>(static_cast<int8_t>(l));
+        s.lo[at] = kTerms == 2 ? static_cast<uint8_t>(static_cast<int8_t>(l)) : uint8_t{0x55};
         s.value[32 * g + i] = static_cast<double>(scale) * (h + l / 254.0);
         hs += h, ls += l;
       }
@@ -143,30 +146,36 @@ TYPED_TEST(UnitDotTest, RowSumsMatchFp64OnStagedActivations) {
   std::vector<float> w(rows * cols);
   dequantize_rows(D::kType, raw.data(), rows, cols, w.data());
   const auto x = outlier_activations(cols, seed ^ 0x9e3779b97f4a7c15ull);
-  auto s = stage<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value>(x);
-  s.held[0] = UnitHeld<T>::word(0), s.held[1] = UnitHeld<T>::word(1);
   ASSERT_EQ(rows * n_blocks % T::U, 0);
   // The weights with 16 spare bytes after them (LazyWords reads up to 4 past a unit's end).
   std::vector<uint8_t> buf(raw);
   buf.resize(raw.size() + 16, 0);
   constexpr int kSplit = UnitSplit<T>::value;
-  std::vector<double> got(rows, 0.0);
-  for (int64_t u = 0; u < rows * n_blocks * kSplit / T::U; ++u) { // the kernel's walk over one group
-    typename UnitLoad<D>::Words words;
-    UnitLoad<D>::load(buf.data() + u / kSplit * T::BYTES, words);
-    if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
-      const int64_t blk = u / kSplit;
-      got[blk / n_blocks] += T::block(words, static_cast<int>(u % kSplit), s.view(),
-                                      static_cast<int>((blk % n_blocks) * (D::QK / 32)));
-    } else {
-      for (int k = 0; k < T::U; ++k) {
-        const int64_t blk = u * T::U + k;
-        got[blk / n_blocks] +=
-            T::block(words, k, s.view(), static_cast<int>((blk % n_blocks) * (D::QK / 32)));
+  const auto check = [&](auto terms) {
+    constexpr int kTerms = decltype(terms)::value;
+    SCOPED_TRACE(std::to_string(kTerms) + " activation term(s)");
+    auto s = stage<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(x);
+    s.held[0] = UnitHeld<T>::word(0), s.held[1] = UnitHeld<T>::word(1);
+    std::vector<double> got(rows, 0.0);
+    for (int64_t u = 0; u < rows * n_blocks * kSplit / T::U; ++u) { // the kernel's walk over one group
+      typename UnitLoad<D>::Words words;
+      UnitLoad<D>::load(buf.data() + u / kSplit * T::BYTES, words);
+      if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
+        const int64_t blk = u / kSplit;
+        got[blk / n_blocks] += T::template block<kTerms>(words, static_cast<int>(u % kSplit), s.view(),
+                                                         static_cast<int>((blk % n_blocks) * (D::QK / 32)));
+      } else {
+        for (int k = 0; k < T::U; ++k) {
+          const int64_t blk = u * T::U + k;
+          got[blk / n_blocks] += T::template block<kTerms>(words, k, s.view(),
+                                                           static_cast<int>((blk % n_blocks) * (D::QK / 32)));
+        }
       }
     }
-  }
-  expect_rows_match_fp64(got, w, x, s.value);
+    expect_rows_match_fp64(got, w, x, s.value, kTerms == 2 ? 4e-4 : kNoRowSummary);
+  };
+  check(std::integral_constant<int, 2>{});
+  check(std::integral_constant<int, 1>{});
 }
 
 } // namespace

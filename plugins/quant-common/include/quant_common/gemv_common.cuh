@@ -156,7 +156,7 @@ struct Staged8 {
   float scale, sum16;
   int hs16, ls16;
 };
-__device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
+template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i)
@@ -169,7 +169,7 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     int h, l;
-    xq_split(v[i], inv, h, l);
+    xq_split<kTerms>(v[i], inv, h, l);
     hs += h, ls += l;
     r.hw[i / 4] |= (static_cast<uint32_t>(h) & 0xffu) << (8 * (i % 4));
     r.lw[i / 4] |= (static_cast<uint32_t>(l) & 0xffu) << (8 * (i % 4));
@@ -184,6 +184,7 @@ __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
 // 4 consecutive threads share one group of 32, 8 activations each), through load_x8: with norm_w
 // or glu_up, linear_fused's norm or SwiGLU prologue.
+template <int kTerms>
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
                                              float inv_rms = 0.0f, const float *glu_up = nullptr) {
@@ -193,10 +194,10 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
     load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
-    const Staged8 q = quantize_x8(v);
+    const Staged8 q = quantize_x8<kTerms>(v);
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);
-      *reinterpret_cast<uint2 *>(lo + c) = make_uint2(q.lw[0], q.lw[1]);
+      if (kTerms == 2) *reinterpret_cast<uint2 *>(lo + c) = make_uint2(q.lw[0], q.lw[1]);
       if (lane % 2 == 0) sum16[c / 16] = q.sum16;
       if (lane % 4 == 0) scale[c / 32] = q.scale;
     }
@@ -230,6 +231,19 @@ inline unsigned grid_y(int64_t n) {
 constexpr int kDefaultGemvVariant = 5;
 inline int gemv_variant() {
   static const int v = static_cast<int>(env_int("WORKER_QUANT_GEMV", 1, 5, kDefaultGemvVariant));
+  return v;
+}
+
+// Activation terms of the int8 GEMVs (variants 3 and 5; WORKER_ACT_TERMS, read once):
+// 2 (the default) = hi + lo/254 per value (~FP16 precision; GEMV relative error ~2e-5);
+// 1 (opt-in) = x as int8 steps of amax/127 per 32 values, llama.cpp's q8_1 activations: 8 dp4a
+//   and 32 staged bytes fewer per 32 weights, H100 decode +7-15% (docs/perf.md, thirteenth
+//   session), GEMV relative error ~5e-3. Not the default: the fixture references' greedy
+//   continuations (phi3-tiny Q4_K_M, llama-tiny Q4_K_M and Q8_0) and the GEMV goldens' 1e-2 fail
+//   with it, and "correctness unchanged" comes first.
+// Variant 1 (WORKER_QUANT_GEMV=1) keeps FP32 activations.
+inline int act_terms() {
+  static const int v = static_cast<int>(env_int("WORKER_ACT_TERMS", 1, 2, 2));
   return v;
 }
 

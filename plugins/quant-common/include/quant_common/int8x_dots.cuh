@@ -40,17 +40,19 @@ constexpr float kInvLoSteps = 1.0f / 254.0f;
 
 QC_HD float xq_scale(float amax) { return amax / 127.0f; }
 QC_HD float xq_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
-// Splits x (scaled by inv = 127/amax) into hi + lo/254 steps; |hi|, |lo| <= 127.
-QC_HD void xq_split(float x, float inv, int &hi, int &lo) {
+// Splits x (scaled by inv = 127/amax) into hi + lo/254 steps; |hi|, |lo| <= 127. With one term
+// (kTerms == 1, see act_terms()) lo is 0: x is hi steps of amax/127, llama.cpp's q8_1 activations.
+template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &lo) {
+  static_assert(kTerms == 1 || kTerms == 2, "one or two activation terms");
   const float t = x * inv;
 #ifdef __CUDA_ARCH__
   const float r = rintf(t);
   hi = __float2int_rn(r);
-  lo = __float2int_rn((t - r) * kLoSteps);
+  lo = kTerms == 2 ? __float2int_rn((t - r) * kLoSteps) : 0;
 #else
   const float r = std::nearbyint(t);
   hi = static_cast<int>(r);
-  lo = static_cast<int>(std::nearbyint((t - r) * kLoSteps));
+  lo = kTerms == 2 ? static_cast<int>(std::nearbyint((t - r) * kLoSteps)) : 0;
 #endif
 }
 QC_HD float xq_sum(float scale, int hi_sum, int lo_sum) {
@@ -128,12 +130,12 @@ template <class D> struct XDot { static constexpr int PARTS = 0; };
 template <> struct XDot<DecQ4_0> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const uint32_t q = ld4_a2(b + 2 + 4 * part);
     const uint32_t lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(lo, xw(xh, 4 * part), dp4a(hi, xw(xh, 16 + 4 * part), 0));
-    const int il = dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0));
+    const int il = kTerms == 2 ? dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0)) : 0;
     const float d = h2f(ld2(b));
     float r = d * x.scale[xb] * kInvLoSteps * steps(ih, il);
     if (part == 0) r -= 8.0f * d * sum32(x, xb); // codes are stored +8
@@ -144,12 +146,12 @@ template <> struct XDot<DecQ4_0> {
 template <> struct XDot<DecQ4_1> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const uint32_t q = ld4_a4(b + 4 + 4 * part);
     const uint32_t lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(lo, xw(xh, 4 * part), dp4a(hi, xw(xh, 16 + 4 * part), 0));
-    const int il = dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0));
+    const int il = kTerms == 2 ? dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0)) : 0;
     const uint32_t dm = ld4_a4(b);
     float r = h2f(static_cast<uint16_t>(dm)) * x.scale[xb] * kInvLoSteps * steps(ih, il);
     if (part == 0) r += h2f(static_cast<uint16_t>(dm >> 16)) * sum32(x, xb);
@@ -166,12 +168,12 @@ QC_HD void q5_codes(uint32_t q, uint32_t qh, int part, uint32_t &lo, uint32_t &h
 template <> struct XDot<DecQ5_0> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     uint32_t lo, hi;
     q5_codes(ld4_a2(b + 6 + 4 * part), ld4_a2(b + 2), part, lo, hi);
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(lo, xw(xh, 4 * part), dp4a(hi, xw(xh, 16 + 4 * part), 0));
-    const int il = dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0));
+    const int il = kTerms == 2 ? dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0)) : 0;
     const float d = h2f(ld2(b));
     float r = d * x.scale[xb] * kInvLoSteps * steps(ih, il);
     if (part == 0) r -= 16.0f * d * sum32(x, xb);
@@ -182,12 +184,12 @@ template <> struct XDot<DecQ5_0> {
 template <> struct XDot<DecQ5_1> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     uint32_t lo, hi;
     q5_codes(ld4_a4(b + 8 + 4 * part), ld4_a4(b + 4), part, lo, hi);
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(lo, xw(xh, 4 * part), dp4a(hi, xw(xh, 16 + 4 * part), 0));
-    const int il = dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0));
+    const int il = kTerms == 2 ? dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0)) : 0;
     const uint32_t dm = ld4_a4(b);
     float r = h2f(static_cast<uint16_t>(dm)) * x.scale[xb] * kInvLoSteps * steps(ih, il);
     if (part == 0) r += h2f(static_cast<uint16_t>(dm >> 16)) * sum32(x, xb);
@@ -199,11 +201,11 @@ template <> struct XDot<DecQ5_1> {
 template <> struct XDot<DecQ8_0> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const uint32_t q0 = ld4_a2(b + 2 + 8 * part), q1 = ld4_a2(b + 6 + 8 * part);
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(q0, xw(xh, 8 * part), dp4a(q1, xw(xh, 8 * part + 4), 0));
-    const int il = dp4a(q0, xw(xl, 8 * part), dp4a(q1, xw(xl, 8 * part + 4), 0));
+    const int il = kTerms == 2 ? dp4a(q0, xw(xl, 8 * part), dp4a(q1, xw(xl, 8 * part + 4), 0)) : 0;
     return h2f(ld2(b)) * x.scale[xb] * kInvLoSteps * steps(ih, il);
   }
 };
@@ -222,12 +224,12 @@ QC_HD uint32_t mxfp4_bytes(uint32_t codes) { // codes: one 4-bit code per byte
 template <> struct XDot<DecMXFP4> {
   static constexpr int PARTS = 4;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const uint32_t q = ld4_a1(b + 1 + 4 * part);
     const uint32_t lo = mxfp4_bytes(q & 0x0f0f0f0fu), hi = mxfp4_bytes((q >> 4) & 0x0f0f0f0fu);
     const int8_t *xh = x.hi + 32 * xb, *xl = x.lo + 32 * xb;
     const int ih = dp4a(lo, xw(xh, 4 * part), dp4a(hi, xw(xh, 16 + 4 * part), 0));
-    const int il = dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0));
+    const int il = kTerms == 2 ? dp4a(lo, xw(xl, 4 * part), dp4a(hi, xw(xl, 16 + 4 * part), 0)) : 0;
     return e8m0_to_float_half(b[0]) * x.scale[xb] * kInvLoSteps * steps(ih, il);
   }
 };
@@ -238,17 +240,19 @@ template <> struct XDot<DecMXFP4> {
 template <class K> struct XDotK {
   static constexpr int PARTS = 8;
   static constexpr bool kAligned16 = true;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const int grp = part >> 1, h = part & 1;
     uint32_t q[4], qh[4] = {0, 0, 0, 0};
     ld16(b + K::kQs + 32 * grp + 16 * h, q);
     if (K::kHighBits) ld16(b + 16 + 16 * h, qh);
     const int64_t xa = xb + 2 * grp, xc = xa + 1; // activation groups of the two sub-blocks
-    uint32_t ha[4], la[4], hc[4], lc[4];
+    uint32_t ha[4], la[4] = {0, 0, 0, 0}, hc[4], lc[4] = {0, 0, 0, 0};
     ld16(x.hi + 32 * xa + 16 * h, ha);
-    ld16(x.lo + 32 * xa + 16 * h, la);
     ld16(x.hi + 32 * xc + 16 * h, hc);
-    ld16(x.lo + 32 * xc + 16 * h, lc);
+    if (kTerms == 2) {
+      ld16(x.lo + 32 * xa + 16 * h, la);
+      ld16(x.lo + 32 * xc + 16 * h, lc);
+    }
     int iha = 0, ila = 0, ihc = 0, ilc = 0;
     QC_UNROLL
     for (int k = 0; k < 4; ++k) {
@@ -258,9 +262,8 @@ template <class K> struct XDotK {
         hi |= ((qh[k] >> (2 * grp + 1)) & 0x01010101u) << 4;
       }
       iha = dp4a(lo, ha[k], iha);
-      ila = dp4a(lo, la[k], ila);
       ihc = dp4a(hi, hc[k], ihc);
-      ilc = dp4a(hi, lc[k], ilc);
+      if (kTerms == 2) ila = dp4a(lo, la[k], ila), ilc = dp4a(hi, lc[k], ilc);
     }
     const uint32_t dm = ld4_a4(b);
     uint8_t sc1, m1, sc2, m2;
@@ -291,7 +294,7 @@ template <> struct XDot<DecQ5_K> : XDotK<Q5KLayout> {};
 template <> struct XDot<DecQ6_K> {
   static constexpr int PARTS = 16;
   static constexpr bool kAligned16 = false;
-  QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
+  template <int kTerms = 2> QC_HD static float dot(const uint8_t *b, int part, const XQ &x, int64_t xb) {
     const int n = part / 8, l0 = 4 * (part % 8);
     const uint32_t ql0 = ld4_a2(b + 64 * n + l0), ql1 = ld4_a2(b + 64 * n + 32 + l0);
     const uint32_t qh = ld4_a2(b + 128 + 32 * n + l0);
@@ -304,7 +307,8 @@ template <> struct XDot<DecQ6_K> {
     QC_UNROLL
     for (int k = 0; k < 4; ++k) {
       const int64_t g = xb + 4 * n + k;
-      const int ih = dp4a(q[k], xw(x.hi + 32 * g, l0), 0), il = dp4a(q[k], xw(x.lo + 32 * g, l0), 0);
+      const int ih = dp4a(q[k], xw(x.hi + 32 * g, l0), 0);
+      const int il = kTerms == 2 ? dp4a(q[k], xw(x.lo + 32 * g, l0), 0) : 0;
       const float s = static_cast<float>(sc[2 * k]);
       r += s * x.scale[g] * steps(ih, il);
       off += s * x.sum16[2 * g + l0 / 16];

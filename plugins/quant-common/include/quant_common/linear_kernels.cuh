@@ -120,7 +120,7 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // (grid-stride, so CTAs ~ 4 per SM and the staging is paid once per CTA, not per row) and each
 // lane reduces one part of a block with dp4a: ~0.5 instruction per weight. FP32 accumulation of
 // the per-part sums, warp-shuffle reduction as in variant 1.
-template <class D, Int8xMode M>
+template <class D, Int8xMode M, int kTerms>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu) {
   using X = XDot<D>;
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_int8(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms, fu.glu_up);
+    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
     for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
          row += static_cast<int64_t>(gridDim.x) * kInt8xWarps) {
@@ -178,8 +178,8 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
           for (int u = 0; u < kInt8xUnroll; ++u) {
             const int64_t i = min(i0 + 32 * u, n_parts - 1);
             const int64_t blk = i / X::PARTS;
-            const float v =
-                X::dot(wr + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq, blk * (D::QK / 32));
+            const float v = X::template dot<kTerms>(wr + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq,
+                                                    blk * (D::QK / 32));
             acc += i0 + 32 * u < n_parts ? v : 0.0f;
           }
         }
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
         wo::pdl::prefetch_l2(w + off);
     }
     __syncthreads(); // the previous problem's readers are done with the stage
-    stage_x_int8(p, q.x_off, hi, lo, scale, sum16);
+    stage_x_int8<2>(p, q.x_off, hi, lo, scale, sum16); // (opt-in variant 4: two terms)
     __syncthreads();
     for (int64_t rb = first; rb < p.rows; rb += stride) { // uniform per warp: shuffles stay converged
       const int64_t row = rb + grp;
@@ -350,9 +350,13 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
                   grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
-  const auto kernel = seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain>
-                      : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu>
-                                   : gemv_int8x_kernel<D, Int8xMode::Stacked>;
+  const bool one = act_terms() == 1;
+  const auto kernel =
+      seg.n == 0
+          ? (one ? gemv_int8x_kernel<D, Int8xMode::Plain, 1> : gemv_int8x_kernel<D, Int8xMode::Plain, 2>)
+      : seg.swiglu
+          ? (one ? gemv_int8x_kernel<D, Int8xMode::Swiglu, 1> : gemv_int8x_kernel<D, Int8xMode::Swiglu, 2>)
+          : (one ? gemv_int8x_kernel<D, Int8xMode::Stacked, 1> : gemv_int8x_kernel<D, Int8xMode::Stacked, 2>);
   (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu);
   return true;
 }

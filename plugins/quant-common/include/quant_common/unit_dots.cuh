@@ -143,19 +143,21 @@ template <class T> struct UnitHeld<T, std::void_t<decltype(T::kHeld0)>> {
   QC_HD static constexpr uint32_t word(int i) { return i == 0 ? T::kHeld0 : T::kHeld1; }
 };
 
-// The 32-value group dot with both terms, as counts of 1/254 steps: codes c[0..7] are values
-// 0..31 of the group.
-template <int QU>
+// The 32-value group dot with kTerms activation terms (act_terms()), as counts of 1/254 steps:
+// codes c[0..7] are values 0..31 of the group. With one term the lo terms are 0 (xq_split) and
+// are neither read nor multiplied: the same value as the two-term dot over that staging.
+template <int kTerms, int QU>
 QC_HD float group_steps(const uint32_t (&lo16)[4], const uint32_t (&hi16)[4], const XU<QU> &x, int q) {
   const int ih = dp4a4(hi16, x.hi16(q, 1), dp4a4(lo16, x.hi16(q, 0)));
-  const int il = dp4a4(hi16, x.lo16(q, 1), dp4a4(lo16, x.lo16(q, 0)));
+  const int il = kTerms == 2 ? dp4a4(hi16, x.lo16(q, 1), dp4a4(lo16, x.lo16(q, 0))) : 0;
   return steps(ih, il);
 }
 
 // Q8_0 (34-byte blocks): four blocks per unit (136 bytes, 8-byte aligned).
 template <> struct UnitDot<DecQ8_0> {
   static constexpr int U = 4, A = 8, BYTES = U * 34, QU = 4;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
+  template <int kTerms = 2, int NW>
+  QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 34 * k;
     uint32_t c0[4], c1[4];
     QC_UNROLL
@@ -163,7 +165,7 @@ template <> struct UnitDot<DecQ8_0> {
       c0[i] = u.word(o + 2 + 4 * i);
       c1[i] = u.word(o + 18 + 4 * i);
     }
-    return h2f(u.half(o)) * x.m(q).scale * kInvLoSteps * group_steps(c0, c1, x, q);
+    return h2f(u.half(o)) * x.m(q).scale * kInvLoSteps * group_steps<kTerms>(c0, c1, x, q);
   }
 };
 
@@ -171,7 +173,8 @@ template <> struct UnitDot<DecQ8_0> {
 // high nibbles 16 + j) with its fifth bit in qh bit j; codes are stored +16.
 template <> struct UnitDot<DecQ5_0> {
   static constexpr int U = 4, A = 8, BYTES = U * 22, QU = 4;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
+  template <int kTerms = 2, int NW>
+  QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 22 * k;
     const uint32_t qh = u.word(o + 2);
     uint32_t lo[4], hi[4];
@@ -180,7 +183,7 @@ template <> struct UnitDot<DecQ5_0> {
       q5_codes(u.word(o + 6 + 4 * i), qh, i, lo[i], hi[i]);
     const XMeta m = x.m(q);
     const float d = h2f(u.half(o));
-    return d * m.scale * kInvLoSteps * group_steps(lo, hi, x, q) - 16.0f * d * m.sum32;
+    return d * m.scale * kInvLoSteps * group_steps<kTerms>(lo, hi, x, q) - 16.0f * d * m.sum32;
   }
 };
 
@@ -231,20 +234,23 @@ template <> struct UnitDot<DecMXFP4> {
   static constexpr int U = 8, A = 8, BYTES = U * 17, QU = 8;
   static constexpr XOrder kOrder = XOrder::Nibbles;
   static constexpr uint32_t kHeld0 = kMxfp4T0, kHeld1 = kMxfp4N0;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
+  template <int kTerms = 2, int NW>
+  QC_HD static float block(const UnitWords<NW> &u, int k, const XU<QU> &x, int q) {
     const int o = 17 * k;
-    const X16 h[2] = {x.hi16(q, 0), x.hi16(q, 1)}, l[2] = {x.lo16(q, 0), x.lo16(q, 1)};
+    const X16 h[2] = {x.hi16(q, 0), x.hi16(q, 1)};
+    X16 l[2] = {};
+    if (kTerms == 2) l[0] = x.lo16(q, 0), l[1] = x.lo16(q, 1);
     int ih = 0, il = 0;
     QC_UNROLL
     for (int i = 0; i < 4; ++i) { // code word i: staged words 2i, 2i+1
       uint32_t v0, v1;
       mxfp4_biased(u.word(o + 1 + 4 * i), v0, v1, x.held[0], x.held[1]);
       ih = dp4a(v1, h[i / 2].w[2 * (i % 2) + 1], dp4a(v0, h[i / 2].w[2 * (i % 2)], ih));
-      il = dp4a(v1, l[i / 2].w[2 * (i % 2) + 1], dp4a(v0, l[i / 2].w[2 * (i % 2)], il));
+      if (kTerms == 2) il = dp4a(v1, l[i / 2].w[2 * (i % 2) + 1], dp4a(v0, l[i / 2].w[2 * (i % 2)], il));
     }
     const XMeta m = x.m(q);
     ih -= kMxfp4Bias * m.sum_hi;
-    il -= kMxfp4Bias * m.sum_lo;
+    il -= kMxfp4Bias * m.sum_lo; // 0 with one term
     return e8m0_to_float_half(static_cast<uint8_t>(u.byte(o))) * m.scale * kInvLoSteps * steps(ih, il);
   }
 };
@@ -260,7 +266,8 @@ QC_HD void k_scales(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t (&sc)[2], ui
 
 template <class K> struct UnitDotK {
   static constexpr int U = 1, A = 16, BYTES = K::kBytes, QU = 8;
-  template <int NW> QC_HD static float block(const UnitWords<NW> &u, int, const XU<QU> &x, int q) {
+  template <int kTerms = 2, int NW>
+  QC_HD static float block(const UnitWords<NW> &u, int, const XU<QU> &x, int q) {
     uint32_t sc[2], mn[2];
     k_scales(u.w[1], u.w[2], u.w[3], sc, mn);
     float acc = 0.0f, acc_min = 0.0f;
@@ -287,7 +294,7 @@ template <class K> struct UnitDotK {
         const XMeta m = x.m(qj);
         const int scale = static_cast<int>((sc[j / 4] >> (8 * (j % 4))) & 0xffu);
         const int mins = static_cast<int>((mn[j / 4] >> (8 * (j % 4))) & 0xffu);
-        acc += static_cast<float>(scale) * m.scale * group_steps(a, b, x, qj);
+        acc += static_cast<float>(scale) * m.scale * group_steps<kTerms>(a, b, x, qj);
         acc_min += static_cast<float>(mins) * m.sum32;
       }
     }
@@ -334,7 +341,7 @@ struct LazyWords {
 template <> struct UnitDot<DecQ6_K> {
   static constexpr int U = 1, BYTES = 210, QU = 8, kSplit = 2;
   static constexpr bool kHalfSums = true;
-  template <class W> QC_HD static float block(const W &u, int h, const XU<QU> &x, int q) {
+  template <int kTerms = 2, class W> QC_HD static float block(const W &u, int h, const XU<QU> &x, int q) {
     uint32_t qa[8], qb[8], qh[8];
     QC_UNROLL
     for (int i = 0; i < 8; ++i) {
@@ -347,7 +354,9 @@ template <> struct UnitDot<DecQ6_K> {
     QC_UNROLL
     for (int k = 0; k < 4; ++k) { // group q + 4h + k: values 32k.. of this half
       const int g = q + 4 * h + k;
-      const X16 xh[2] = {x.hi16(g, 0), x.hi16(g, 1)}, xl[2] = {x.lo16(g, 0), x.lo16(g, 1)};
+      const X16 xh[2] = {x.hi16(g, 0), x.hi16(g, 1)};
+      X16 xl[2] = {};
+      if (kTerms == 2) xl[0] = x.lo16(g, 0), xl[1] = x.lo16(g, 1);
       int ih[2] = {0, 0}, il[2] = {0, 0}; // sub-blocks of values 0..15 and 16..31
       QC_UNROLL
       for (int i = 0; i < 8; ++i) {
@@ -356,7 +365,7 @@ template <> struct UnitDot<DecQ6_K> {
         const uint32_t hi2 = k == 0 ? qh[i] << 4 : k == 1 ? qh[i] << 2 : k == 2 ? qh[i] : qh[i] >> 2;
         const uint32_t v = lo4 | (hi2 & 0x30303030u);
         ih[i / 4] = dp4a(v, xh[i / 4].w[i % 4], ih[i / 4]);
-        il[i / 4] = dp4a(v, xl[i / 4].w[i % 4], il[i / 4]);
+        if (kTerms == 2) il[i / 4] = dp4a(v, xl[i / 4].w[i % 4], il[i / 4]);
       }
       const XMeta m = x.m(g);
       int hs_a, ls_a;

@@ -34,6 +34,9 @@
 #include "quant_common/gemv_common.cuh"
 #include "quant_common/unit_dots.cuh"
 
+#include <type_traits>
+#include <utility>
+
 namespace wo::quant::dev {
 
 constexpr int kUnitWarps = 8;       // = rms_norm.cuh's 256 threads (the fused norm's partition)
@@ -78,7 +81,7 @@ struct UnitGrid {
 // takes part (8 values each; the 4 lanes of a group of 32 hold its values 0..7, 8..15, ...).
 // kHalfSums: the meta record's sum32 slot holds the term sums of values 0..15 instead (Q6_K's
 // 16-value sub-blocks; see half_sums).
-template <int QU, XOrder O, bool kHalfSums>
+template <int QU, XOrder O, bool kHalfSums, int kTerms>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
                                               XMeta *meta, const float *norm_w, float inv_rms,
                                               const float *glu_up) {
@@ -88,7 +91,7 @@ __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
     load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
-    const Staged8 s = quantize_x8(v);
+    const Staged8 s = quantize_x8<kTerms>(v);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
     const int hs16 = __shfl_xor_sync(0xffffffffu, s.hs16, 2), ls16 = __shfl_xor_sync(0xffffffffu, s.ls16, 2);
@@ -112,7 +115,7 @@ __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off
           16 * static_cast<int64_t>(granule_slot<QU>(static_cast<int>(2 * (c / 32) + at_in_group / 16))) +
           at_in_group % 16;
       *reinterpret_cast<uint2 *>(hi + at) = h;
-      *reinterpret_cast<uint2 *>(lo + at) = l;
+      if (kTerms == 2) *reinterpret_cast<uint2 *>(lo + at) = l; // one term: nothing reads lo
       if (g4 == 0) // values 0..7 of the group: its pair sums are the first half's
         meta[meta_slot(static_cast<int>(c / 32))] =
             XMeta{s.scale, kHalfSums ? __uint_as_float(pack_half_sums(s.hs16, s.ls16)) : s.sum16 + sum16,
@@ -127,7 +130,7 @@ template <class D> __host__ __device__ constexpr int unit_chunk_stride() {
   return 32 / UnitSplit<UnitDot<D>>::value * UnitDot<D>::BYTES + (UnitSplit<UnitDot<D>>::value > 1 ? 16 : 0);
 }
 
-template <class D, Int8xMode M>
+template <class D, Int8xMode M, int kTerms>
 __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     gemv_units_kernel(const GemvParams p, const Segments seg, const Fusion fu, const UnitGrid ug) {
   using T = UnitDot<D>;
@@ -233,8 +236,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value>(p, q.x_off, hi, lo, meta, fu.norm_w,
-                                                                      inv_rms, fu.glu_up);
+    stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(p, q.x_off, hi, lo, meta,
+                                                                              fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
     for (int64_t it = 0; it < items; ++it) {
@@ -249,13 +252,13 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         typename Ld::Words words;
         Ld::load(chunk_buf + (it % kUnitStages) * kChunkBytes + lane / kSplit * T::BYTES, words);
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
-          part[u] = T::block(words, u % kSplit, xu, (u / kSplit) % nb * kGroupsPerBlock);
+          part[u] = T::template block<kTerms>(words, u % kSplit, xu, (u / kSplit) % nb * kGroupsPerBlock);
         } else {
           const int first = u * T::U;
           int col = first % nb; // the unit's first block column; U <= blocks_per_row
 #pragma unroll
           for (int k = 0; k < T::U; ++k) {
-            part[first + k] = T::block(words, k, xu, col * kGroupsPerBlock);
+            part[first + k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
             col = col + 1 == nb ? 0 : col + 1;
           }
         }
@@ -267,23 +270,25 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         continue;
       }
       constexpr int kRowsPerPass = 32 / kUnitReduceLanes;
-      for (int r0 = 0; r0 < wr; r0 += kRowsPerPass) { // uniform per warp: the shuffles stay converged
-        const int r = r0 + lane / kUnitReduceLanes, sub = lane % kUnitReduceLanes;
+      const int sub = lane % kUnitReduceLanes;
+      // Row `row` of the group (wr + r: up's row r under Swiglu) as the fixed tree: lane `sub` of
+      // the row's 8 adds dots sub, sub + 8, ... in order, then a 3-step shuffle. The whole warp
+      // calls it (the shuffles stay converged); lanes past the group's rows add nothing.
+      const auto row_sum = [&](int row, bool on) {
         float acc = 0.0f;
-        if (r < wr)
+        if (on)
           for (int b = sub; b < np; b += kUnitReduceLanes)
-            acc += part[r * np + b];
+            acc += part[row * np + b];
 #pragma unroll
         for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
           acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        return acc;
+      };
+      for (int r0 = 0; r0 < wr; r0 += kRowsPerPass) { // uniform per warp: the shuffles stay converged
+        const int r = r0 + lane / kUnitReduceLanes;
+        float acc = row_sum(r, r < wr);
         if constexpr (M == Int8xMode::Swiglu) { // up's row r: its own sum, in the same tree
-          float up = 0.0f;
-          if (r < wr)
-            for (int b = sub; b < np; b += kUnitReduceLanes)
-              up += part[(wr + r) * np + b];
-#pragma unroll
-          for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
-            up += __shfl_xor_sync(0xffffffffu, up, o);
+          float up = row_sum(wr + r, r < wr);
           // as the swiglu (swiglu_oai) kernel computes it from the two GEMVs' outputs (and the biases)
           if (sub == 0 && r < wr) {
             float g = acc;
@@ -370,9 +375,9 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
 }
 
 // Opts the kernel into more than 48 KiB of dynamic shared memory, once per instantiation.
-template <class D, Int8xMode M> bool unit_smem_ready() {
+template <class D, Int8xMode M, int kTerms> bool unit_smem_ready() {
   static const bool ok =
-      cudaFuncSetAttribute(gemv_units_kernel<D, M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(gemv_units_kernel<D, M, kTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(kUnitMaxSmem)) == cudaSuccess;
   return ok;
 }
@@ -405,13 +410,18 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     const Int8xMode mode = seg.n == 0   ? Int8xMode::Plain
                            : seg.swiglu ? Int8xMode::Swiglu
                                         : Int8xMode::Stacked;
-    if (!(mode == Int8xMode::Plain    ? unit_smem_ready<D, Int8xMode::Plain>()
-          : mode == Int8xMode::Swiglu ? unit_smem_ready<D, Int8xMode::Swiglu>()
-                                      : unit_smem_ready<D, Int8xMode::Stacked>()))
-      return false;
-    const auto kernel = mode == Int8xMode::Plain    ? gemv_units_kernel<D, Int8xMode::Plain>
-                        : mode == Int8xMode::Swiglu ? gemv_units_kernel<D, Int8xMode::Swiglu>
-                                                    : gemv_units_kernel<D, Int8xMode::Stacked>;
+    const auto pick = [&](auto terms) {
+      constexpr int kT = decltype(terms)::value;
+      return mode == Int8xMode::Plain    ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT>(),
+                                                          gemv_units_kernel<D, Int8xMode::Plain, kT>)
+             : mode == Int8xMode::Swiglu ? std::make_pair(unit_smem_ready<D, Int8xMode::Swiglu, kT>(),
+                                                          gemv_units_kernel<D, Int8xMode::Swiglu, kT>)
+                                         : std::make_pair(unit_smem_ready<D, Int8xMode::Stacked, kT>(),
+                                                          gemv_units_kernel<D, Int8xMode::Stacked, kT>);
+    };
+    const auto [ready, kernel] =
+        act_terms() == 1 ? pick(std::integral_constant<int, 1>{}) : pick(std::integral_constant<int, 2>{});
+    if (!ready) return false;
     // A failed launch is left for the caller's cudaGetLastError check.
     (void)wo::pdl::launch(kernel, grid, kUnitWarps * 32, smem, s, p, seg, fu, g);
     return true;
