@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 namespace wo::quant::dev {
 constexpr int kGemvWarps = 4;
@@ -245,6 +246,11 @@ inline int gemv_variant() {
 inline int act_terms() {
   static const int v = static_cast<int>(env_int("WORKER_ACT_TERMS", 1, 2, 2));
   return v;
+}
+// f(std::integral_constant<int, act_terms()>): how every int8 GEMV launcher picks the kernel
+// instantiation of the switch's term count.
+template <class F> auto with_act_terms(F &&f) {
+  return act_terms() == 1 ? f(std::integral_constant<int, 1>{}) : f(std::integral_constant<int, 2>{});
 }
 
 inline int device_sm_count() {

@@ -350,13 +350,12 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
                   grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
-  const bool one = act_terms() == 1;
-  const auto kernel =
-      seg.n == 0
-          ? (one ? gemv_int8x_kernel<D, Int8xMode::Plain, 1> : gemv_int8x_kernel<D, Int8xMode::Plain, 2>)
-      : seg.swiglu
-          ? (one ? gemv_int8x_kernel<D, Int8xMode::Swiglu, 1> : gemv_int8x_kernel<D, Int8xMode::Swiglu, 2>)
-          : (one ? gemv_int8x_kernel<D, Int8xMode::Stacked, 1> : gemv_int8x_kernel<D, Int8xMode::Stacked, 2>);
+  const auto kernel = with_act_terms([&](auto terms) {
+    constexpr int kT = decltype(terms)::value;
+    return seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain, kT>
+           : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT>
+                        : gemv_int8x_kernel<D, Int8xMode::Stacked, kT>;
+  });
   (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu);
   return true;
 }

@@ -410,7 +410,7 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     const Int8xMode mode = seg.n == 0   ? Int8xMode::Plain
                            : seg.swiglu ? Int8xMode::Swiglu
                                         : Int8xMode::Stacked;
-    const auto pick = [&](auto terms) {
+    const auto [ready, kernel] = with_act_terms([&](auto terms) {
       constexpr int kT = decltype(terms)::value;
       return mode == Int8xMode::Plain    ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT>(),
                                                           gemv_units_kernel<D, Int8xMode::Plain, kT>)
@@ -418,9 +418,7 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
                                                           gemv_units_kernel<D, Int8xMode::Swiglu, kT>)
                                          : std::make_pair(unit_smem_ready<D, Int8xMode::Stacked, kT>(),
                                                           gemv_units_kernel<D, Int8xMode::Stacked, kT>);
-    };
-    const auto [ready, kernel] =
-        act_terms() == 1 ? pick(std::integral_constant<int, 1>{}) : pick(std::integral_constant<int, 2>{});
+    });
     if (!ready) return false;
     // A failed launch is left for the caller's cudaGetLastError check.
     (void)wo::pdl::launch(kernel, grid, kUnitWarps * 32, smem, s, p, seg, fu, g);
