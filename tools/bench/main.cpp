@@ -4,10 +4,13 @@
 // run). `--http URL` measures the same things as a client of the running worker sees them.
 //
 //   bench --model M [--plugin-dir D] [--json] [--n-decode 256] [--prompts 16,128,512,2048]
-//         [--depths 0,2048] [--reps 3] [--profile-steps N] [--profile-prefill N]
+//         [--depths 0,2048] [--reps 3] [--profile-steps N] [--profile-prefill N] [--timeline N]
 //   bench --http http://127.0.0.1:8080 [--n-decode 256] [--reps 5] [--json]
 #include "http_bench.hpp"
 #include "stats.hpp"
+#if WORKER_BENCH_TIMELINE
+#include "kernel_timeline.hpp"
+#endif
 
 #include "engine/engine.hpp"
 #include "gguf/gguf_file.hpp"
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -45,6 +49,8 @@ struct Options {
   std::vector<int> depths = {0, 2048}; // decode from an empty context and at 2048 (the perf goals' points)
   int profile_steps = 0;   // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
   int profile_prefill = 0; // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
+  int timeline = 0;        // > 0: only decode N tokens at the first depth and print their kernel timeline
+  int timeline_rows = 24;  // rows of the timeline's class table and of its in-order listing
 };
 
 std::vector<int> parse_list(const std::string &s) {
@@ -178,6 +184,37 @@ struct Bench {
     engine->end_session();
   }
 
+#if WORKER_BENCH_TIMELINE
+  // The kernel timeline (CUPTI) of `steps` decode steps at `depth`, after 8 warm-up steps (graph
+  // captures made). A step is the forward's replay and the sampler's kernels that follow it; the
+  // host's wait for the token id lies between steps (period - span).
+  void timeline_decode(wo::bench::KernelTimeline &tl, int depth_arg, int steps) {
+    const int depth = std::max(depth_arg, 1); // as decode(): depth 0 = a one-token prompt
+    auto ids = random_prompt(depth);
+    engine->begin_session(depth + steps + 16);
+    wo::sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    sampler->reset();
+    engine->forward(ids.data(), depth, 0, false);
+    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->fetch_id();
+    std::vector<uint64_t> marks;
+    for (int i = 0; i < 8 + steps; ++i) {
+      if (i >= 8) marks.push_back(tl.now());
+      engine->forward(sampler->device_id(), 1, depth + i, false, true);
+      sampler->sample(engine->logits_device(), greedy, 0);
+      sampler->fetch_id();
+    }
+    engine->synchronize();
+    marks.push_back(tl.now()); // closes the last step
+    const auto spans = tl.collect(marks.front());
+    std::printf("timeline of %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
+                engine->decode_graphs());
+    wo::bench::KernelTimeline::report(stdout, spans, marks, o.timeline_rows);
+    engine->end_session();
+  }
+#endif
+
   // For a profiler: one warm-up prefill of n tokens (cuBLAS handles, workspaces), then one inside
   // the profiled range.
   void profile_prefill(int n) {
@@ -250,6 +287,9 @@ int run_engine_bench(const Options &o) {
     max_ctx = std::max(max_ctx, d + o.n_decode + 16);
   max_ctx = std::max(max_ctx, kWarmupDepth + o.n_decode + 16); // the warm-up decode
   max_ctx = std::max(max_ctx, o.profile_prefill + 16);
+  if (o.timeline > 0 || o.profile_steps > 0)
+    max_ctx = std::max(max_ctx, (o.depths.empty() ? 128 : o.depths.front()) +
+                                    std::max(o.timeline, o.profile_steps) + 32);
   eo.n_ctx = max_ctx;
   eo.residency_interval_s = 0;
 
@@ -260,6 +300,14 @@ int run_engine_bench(const Options &o) {
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
   }
+#if WORKER_BENCH_TIMELINE
+  // Kernel records on before the context and the graphs exist (CUPTI's advice).
+  std::unique_ptr<wo::bench::KernelTimeline> timeline;
+  if (o.timeline > 0) timeline = std::make_unique<wo::bench::KernelTimeline>();
+#else
+  if (o.timeline > 0)
+    throw std::runtime_error("--timeline: this bench was built without CUPTI's headers (cupti_activity.h)");
+#endif
   check(cudaSetDevice(o.gpu), "cudaSetDevice");
   check(cudaFree(nullptr), "CUDA context");
   auto t0 = Clock::now();
@@ -277,6 +325,12 @@ int run_engine_bench(const Options &o) {
     b.profile_prefill(o.profile_prefill);
     return 0;
   }
+#if WORKER_BENCH_TIMELINE
+  if (timeline) {
+    b.timeline_decode(*timeline, o.depths.empty() ? 128 : o.depths.front(), o.timeline);
+    return 0;
+  }
+#endif
   if (o.profile_steps > 0) {
     b.profile_decode(o.depths.empty() ? 128 : o.depths.front(), o.profile_steps);
     return 0;
@@ -390,13 +444,16 @@ int main(int argc, char **argv) {
         return argv[++i];
       };
       if (a == "--help" || a == "-h") {
-        std::printf("usage: bench --model M [--plugin-dir D] [--gpu-device N] [--json] [--n-decode 256]\n"
-                    "             [--prompts 16,128,512,2048] [--depths 0,2048] [--reps 3]\n"
-                    "             [--profile-steps N]  (decode N tokens at the first depth inside\n"
-                    "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
-                    "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
-                    "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
-                    "[--json]\n");
+        std::printf(
+            "usage: bench --model M [--plugin-dir D] [--gpu-device N] [--json] [--n-decode 256]\n"
+            "             [--prompts 16,128,512,2048] [--depths 0,2048] [--reps 3]\n"
+            "             [--profile-steps N]  (decode N tokens at the first depth inside\n"
+            "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
+            "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
+            "             [--timeline N] [--timeline-rows 24]  (decode N tokens at the first depth and\n"
+            "              print their kernels as they ran: busy and exposed time per kernel; CUPTI)\n"
+            "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
+            "[--json]\n");
         return 0;
       } else if (a == "--model")
         o.model = value();
@@ -418,6 +475,10 @@ int main(int argc, char **argv) {
         o.profile_steps = std::stoi(value());
       else if (a == "--profile-prefill")
         o.profile_prefill = std::stoi(value());
+      else if (a == "--timeline")
+        o.timeline = std::stoi(value());
+      else if (a == "--timeline-rows")
+        o.timeline_rows = std::stoi(value());
       else if (a == "--http")
         o.http = h.url = value();
       else if (a == "--prompt")

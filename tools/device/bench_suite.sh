@@ -2,7 +2,7 @@
 # Runs on the device machine from the repo root (after gpu_suite.sh staged /tmp/wo): writes the
 # three spec-shaped models with gguf-synth (vocabularies from the fixture models, so text prompts
 # work) into /dev/shm, benchmarks each, optionally (PROFILE=1) breaks a decode step down per kernel,
-# then (SERVE_OSS=1) serves the gpt-oss shape over HTTP.
+# (TIMELINE=1) prints the kernel timeline of decode steps, then (SERVE_OSS=1) serves the gpt-oss shape over HTTP.
 set -uo pipefail
 D=$PWD/.device-run
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
@@ -33,6 +33,18 @@ if [ -n "${PROFILE:-}" ]; then
       "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths 0 --profile-steps 2 >/tmp/ncu-$p.csv 2>/dev/null
     echo "=== $p" >>$OUT/kernels.txt
     python3 "$D"/kernel_breakdown.py /tmp/ncu-$p.csv 2 --by-grid | head -25 | tee -a $OUT/kernels.txt
+  done
+fi
+# TIMELINE=1: the kernels of 32 decode steps as they ran (CUPTI, graph replay with PDL overlap), at
+# each of TIMELINE_DEPTHS (default 0 and 2048): per kernel the busy time and the time it added to
+# the step's chain (exposed).
+if [ -n "${TIMELINE:-}" ]; then
+  for p in $PRESETS; do
+    for dep in ${TIMELINE_DEPTHS:-0 2048}; do
+      echo "=== timeline $p depth $dep" | tee -a $OUT/timeline.txt
+      "$D"/bin/bench --model $M/$p.gguf --plugin-dir "$D"/plugins --depths $dep --timeline 32 \
+        --timeline-rows ${TOP:-24} 2>&1 | grep -v '^{"ts"' | tee -a $OUT/timeline.txt
+    done
   done
 fi
 [ -n "${SERVE_OSS:-}" ] || exit 0

@@ -271,4 +271,16 @@ inline int int8x_ctas_per_sm() {
   return v;
 }
 
+// Warps per row of gemv_int8x_kernel: the fewest of 1, 2, 4 that give each lane one step of
+// kInt8xUnroll parts (n_parts <= 32 kInt8xUnroll ksplit), else 4 (two rows per CTA at least). From
+// the row alone, never the row count: a stacked pass and the separate GEMVs must split alike.
+// Rows of up to 1024 Q8_0/Q5_0 columns (128 parts) stay on one warp. WORKER_INT8X_SPLIT (1, 2
+// or 4, read once) fixes it; 1 is the one-warp walk of every row.
+inline int int8x_split(int64_t n_parts) {
+  static const int forced = static_cast<int>(env_int("WORKER_INT8X_SPLIT", 1, 4, 0));
+  if (forced == 1 || forced == 2 || forced == 4) return forced;
+  constexpr int64_t kStep = 32LL * kInt8xUnroll;
+  return n_parts <= kStep ? 1 : n_parts <= 2 * kStep ? 2 : 4;
+}
+
 } // namespace wo::quant::dev

@@ -120,28 +120,41 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // (grid-stride, so CTAs ~ 4 per SM and the staging is paid once per CTA, not per row) and each
 // lane reduces one part of a block with dp4a: ~0.5 instruction per weight. FP32 accumulation of
 // the per-part sums, warp-shuffle reduction as in variant 1.
+// ksplit > 1 (int8x_split, from the row length only, so a stacked or SwiGLU pass splits its rows
+// as the separate GEMVs do and keeps their bits): that many warps share a row, each taking every
+// ksplit-th strip of 32 parts, and the row's sum adds their warp sums in warp order (shared
+// memory). Why: a long row on few rows (Qwen's Q6_K down projection, 896 x 4864: 304 parts) took
+// three dependent rounds of loads per warp, and at one warp per row its 896 warps cannot hide
+// them: ~16 us of a ~35 us layer in the decode graph (bench --timeline). ksplit = 1 is the
+// one-warp walk, bit for bit.
 template <class D, Int8xMode M, int kTerms>
 __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
-    gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu) {
+    gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu, const int ksplit) {
   using X = XDot<D>;
   extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ float warp_part[2][kInt8xWarps]; // ksplit > 1: the row's warp sums (gate's, up's)
   auto *hi = reinterpret_cast<int8_t *>(smem);
   int8_t *lo = hi + p.cols;
   auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
   float *sum16 = scale + p.cols / 32;
   const XQ xq{hi, lo, scale, sum16};
-  const int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int sub = warp % ksplit;                                             // this warp's strips of the row
+  const int rows_per_cta = kInt8xWarps / ksplit;                             // rows a CTA takes per round
+  const int64_t first_row = static_cast<int64_t>(blockIdx.x) * rows_per_cta; // uniform per CTA
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * rows_per_cta;
   const int64_t n_parts = p.cols / D::QK * X::PARTS;
   // Launched with pdl::launch: while the previous kernel finishes, ask L2 for each warp's first
   // row (plain linear only: an expert's rows depend on ids an earlier kernel writes).
   if (!p.ids) {
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32;
+    const int64_t row = first_row + warp / ksplit;
     void *y;
     int64_t yi;
     const uint8_t *w =
         M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : p.w + row * p.row_bytes;
     if (row < p.rows)
-      for (uint64_t off = static_cast<uint64_t>(lane) * 128; off < p.row_bytes; off += 32 * 128) {
+      for (uint64_t off = static_cast<uint64_t>(sub * 32 + lane) * 128; off < p.row_bytes;
+           off += static_cast<uint64_t>(ksplit) * 32 * 128) {
         wo::pdl::prefetch_l2(w + off);
         if (M == Int8xMode::Swiglu) wo::pdl::prefetch_l2(seg.w[1] + row * p.row_bytes + off);
       }
@@ -157,40 +170,55 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
                                          p.cols, fu.norm_eps);
     stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
-    for (int64_t row = static_cast<int64_t>(blockIdx.x) * kInt8xWarps + threadIdx.x / 32; row < p.rows;
-         row += static_cast<int64_t>(gridDim.x) * kInt8xWarps) {
+    // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the
+    // end is computed on the last row and not stored.
+    for (int64_t r0 = first_row; r0 < p.rows; r0 += row_stride) {
+      const int64_t row_want = r0 + warp / ksplit;
+      const bool valid = row_want < p.rows;
+      if (!valid && ksplit == 1) continue; // no barrier to meet
+      const int64_t row = valid ? row_want : p.rows - 1;
       if (q.bad_expert) {
-        if (lane == 0) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
+        if (lane == 0 && sub == 0 && valid) store_y(p.y, q.y_off + row, __int_as_float(0x7fc00000), p.y_f16);
         continue;
       }
       void *y = p.y;
       int64_t yi = q.y_off + row;
       const uint8_t *w =
           M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : q.w + row * p.row_bytes;
-      // The warp's dot of weight row wr with the staged x. kInt8xUnroll parts per lane per step,
-      // all loads issued before any is used: rows are short (896 columns = 112 Q8_0 parts), so a
-      // lane past the end re-reads the last part (an L1 hit) and drops it instead of leaving a
-      // remainder loop that serializes the loads.
+      // The warp's dot of weight row wr with the staged x: its strips of 32 parts, kInt8xUnroll
+      // parts per lane per step, all loads issued before any is used: rows are short (896 columns
+      // = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit) and drops it
+      // instead of leaving a remainder loop that serializes the loads.
+      const int64_t step = static_cast<int64_t>(32) * ksplit;
       const auto row_dot = [&](const uint8_t *wr) {
         float acc = 0.0f;
-        for (int64_t i0 = lane; i0 < n_parts; i0 += 32 * kInt8xUnroll) {
+        for (int64_t i0 = 32 * sub + lane; i0 < n_parts; i0 += step * kInt8xUnroll) {
 #pragma unroll
           for (int u = 0; u < kInt8xUnroll; ++u) {
-            const int64_t i = min(i0 + 32 * u, n_parts - 1);
+            const int64_t i = min(i0 + step * u, n_parts - 1);
             const int64_t blk = i / X::PARTS;
             const float v = X::template dot<kTerms>(wr + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq,
                                                     blk * (D::QK / 32));
-            acc += i0 + 32 * u < n_parts ? v : 0.0f;
+            acc += i0 + step * u < n_parts ? v : 0.0f;
           }
         }
         return warp_sum(acc);
       };
       float acc = row_dot(w);
-      if (M == Int8xMode::Swiglu) { // as the swiglu kernel computes it from the two linears' outputs
-        const float u = row_dot(seg.w[1] + row * p.row_bytes);
-        acc = wo::swiglu::apply(acc, u);
+      float up = M == Int8xMode::Swiglu ? row_dot(seg.w[1] + row * p.row_bytes) : 0.0f;
+      if (ksplit > 1) { // the row's warp sums in warp order (gate's and up's alike)
+        if (lane == 0) warp_part[0][warp] = acc, warp_part[1][warp] = up;
+        __syncthreads();
+        if (sub == 0) {
+          acc = warp_part[0][warp], up = warp_part[1][warp];
+          for (int k = 1; k < ksplit; ++k)
+            acc += warp_part[0][warp + k], up += warp_part[1][warp + k];
+        }
+        __syncthreads(); // read before the next round writes
       }
-      if (lane == 0) { // linear_fused's epilogue: the same float adds add_bias and the residual add make
+      if (M == Int8xMode::Swiglu) acc = wo::swiglu::apply(acc, up); // as the swiglu kernel computes it
+      if (lane == 0 && sub == 0 && valid) { // linear_fused's epilogue: the same float adds add_bias
+                                            // and the residual add make
         if (fu.bias) acc = __fadd_rn(acc, fu.bias[row]);
         if (fu.accumulate) acc = __fadd_rn(static_cast<const float *>(y)[yi], acc);
         store_y(y, yi, acc, p.y_f16);
@@ -346,9 +374,11 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, smem, s, p);
     return true;
   }
-  const int64_t row_ctas = (p.rows + kInt8xWarps - 1) / kInt8xWarps;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, int8x_ctas_per_sm() * device_sm_count())),
-                  grid_y(problems));
+  const int64_t cap = int8x_ctas_per_sm() * device_sm_count();
+  const int ksplit = int8x_split(p.cols / D::QK * XDot<D>::PARTS);
+  const int64_t rows_per_cta = kInt8xWarps / ksplit;
+  const int64_t row_ctas = (p.rows + rows_per_cta - 1) / rows_per_cta;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, cap)), grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
   const auto kernel = with_act_terms([&](auto terms) {
     constexpr int kT = decltype(terms)::value;
@@ -356,7 +386,7 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
            : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT>
                         : gemv_int8x_kernel<D, Int8xMode::Stacked, kT>;
   });
-  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu);
+  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu, ksplit);
   return true;
 }
 
