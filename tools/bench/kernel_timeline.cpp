@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -31,6 +32,8 @@ Cupti g_api;
 std::mutex g_mu;
 std::vector<KernelSpan> g_spans;
 
+// "void ns::(anonymous namespace)::name<ns::A, (ns::Mode)1, 2>(params)" -> "name<A, (Mode)1, 2>":
+// the template arguments tell a codec's kernels apart (the same grid serves several weights).
 std::string short_name(const char *mangled) {
   if (!mangled) return "?";
   int st = 0;
@@ -39,14 +42,34 @@ std::string short_name(const char *mangled) {
   std::free(d);
   for (const std::string anon = "(anonymous namespace)::"; s.find(anon) != std::string::npos;)
     s.erase(s.find(anon), anon.size());
-  // "void ns::(anonymous namespace)::name<args>(params)" -> "name"
-  size_t cut = s.find_first_of("<(");
-  if (cut == std::string::npos) cut = s.size();
-  const size_t colon = s.rfind("::", cut);
-  size_t begin = colon == std::string::npos ? 0 : colon + 2;
-  const size_t space = s.rfind(' ', cut);
-  if (colon == std::string::npos && space != std::string::npos) begin = space + 1;
-  return s.substr(begin, cut - begin);
+  // Cut the parameter list: the first '(' at template depth 0 that does not open a cast.
+  int depth = 0;
+  size_t cut = s.size();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0) {
+      cut = i;
+      break;
+    }
+  }
+  s.resize(cut);
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
+  // Drop namespace qualifiers everywhere ("a::b::c" -> "c").
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t j = i;
+    while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+      ++j;
+    if (j > i && s.compare(j, 2, "::") == 0) {
+      i = j + 2; // a qualifier
+      continue;
+    }
+    if (j == i) ++j;
+    out.append(s, i, j - i);
+    i = j;
+  }
+  return out;
 }
 
 void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -223,11 +246,11 @@ void KernelTimeline::report(std::FILE *out, const std::vector<KernelSpan> &spans
     total_exposed += rows.back().exposed;
   }
   std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.exposed > b.exposed; });
-  std::fprintf(out, "  %-44s %6s %10s %10s %7s %9s\n", "kernel [blocks]", "n", "busy us", "exposed us",
+  std::fprintf(out, "  %-60s %6s %10s %10s %7s %9s\n", "kernel [blocks]", "n", "busy us", "exposed us",
                "share", "exp/call");
   for (size_t i = 0; i < rows.size() && static_cast<int>(i) < top; ++i) {
     const Row &r = rows[i];
-    std::fprintf(out, "  %-44.44s %6.0f %10.1f %10.1f %6.1f%% %9.2f\n", r.name.c_str(), r.n, r.dur, r.exposed,
+    std::fprintf(out, "  %-60.60s %6.0f %10.1f %10.1f %6.1f%% %9.2f\n", r.name.c_str(), r.n, r.dur, r.exposed,
                  total_exposed > 0 ? 100.0 * r.exposed / total_exposed : 0.0,
                  r.n > 0 ? r.exposed / r.n : 0.0);
   }
@@ -243,7 +266,7 @@ void KernelTimeline::report(std::FILE *out, const std::vector<KernelSpan> &spans
     const double t0 = static_cast<double>(k->start - mid.k.front()->start) * 1e-3;
     const double t1 = static_cast<double>(k->end - mid.k.front()->start) * 1e-3;
     const double overlap = latest > k->start ? static_cast<double>(latest - k->start) * 1e-3 : 0.0;
-    std::fprintf(out, "    %3zu %-36.36s [%5lld] %8.2f %8.2f  overlap %6.2f\n", i, k->name.c_str(),
+    std::fprintf(out, "    %3zu %-52.52s [%5lld] %8.2f %8.2f  overlap %6.2f\n", i, k->name.c_str(),
                  static_cast<long long>(k->grid), t0, t1, i == 0 ? 0.0 : overlap);
     latest = std::max(latest, k->end);
   }

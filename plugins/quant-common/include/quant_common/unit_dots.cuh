@@ -250,7 +250,7 @@ template <> struct UnitDot<DecMXFP4> {
     }
     const XMeta m = x.m(q);
     ih -= kMxfp4Bias * m.sum_hi;
-    il -= kMxfp4Bias * m.sum_lo; // 0 with one term
+    if (kTerms == 2) il -= kMxfp4Bias * m.sum_lo; // one term: il stays a constant 0
     return e8m0_to_float_half(static_cast<uint8_t>(u.byte(o))) * m.scale * kInvLoSteps * steps(ih, il);
   }
 };
@@ -370,7 +370,8 @@ template <> struct UnitDot<DecQ6_K> {
       const XMeta m = x.m(g);
       int hs_a, ls_a;
       half_sums(m, hs_a, ls_a);
-      const int hs_b = m.sum_hi - hs_a, ls_b = m.sum_lo - ls_a;
+      if (kTerms == 1) ls_a = 0; // the staging's lo sums are 0: il - 32 ls stays a constant 0
+      const int hs_b = m.sum_hi - hs_a, ls_b = kTerms == 2 ? m.sum_lo - ls_a : 0;
       const int sa = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2))); // sc[8h + 2k]
       const int sb = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2) + 8));
       acc += m.scale * (static_cast<float>(sa) * steps(ih[0] - 32 * hs_a, il[0] - 32 * ls_a) +
