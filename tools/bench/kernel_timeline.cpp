@@ -221,8 +221,8 @@ void KernelTimeline::report(std::FILE *out, const std::vector<KernelSpan> &spans
   }
   std::fprintf(
       out,
-      "timeline: %zu steps, %zu kernels per step (median step): span %.1f us (first kernel start to last "
-      "end), period %.1f us (step to step), launch lag %.1f us (host mark to first start)\n",
+      "timeline: %zu steps, %zu kernels per step (middle step); median span %.1f us (first kernel "
+      "start to last end), period %.1f us (step to step), launch lag %.1f us (host mark to first start)\n",
       steps.size(), steps[steps.size() / 2].k.size(), median(spans_us),
       periods_us.empty() ? 0.0 : median(periods_us), lags_us.empty() ? 0.0 : median(lags_us));
   // Classes over all steps, medians of their per-step sums.
@@ -254,10 +254,10 @@ void KernelTimeline::report(std::FILE *out, const std::vector<KernelSpan> &spans
                  total_exposed > 0 ? 100.0 * r.exposed / total_exposed : 0.0,
                  r.n > 0 ? r.exposed / r.n : 0.0);
   }
-  // The median step's first kernels in order: where each starts against its predecessor's end.
+  // The middle step's first kernels in order: where each starts against its predecessor's end.
   const Step &mid = steps[steps.size() / 2];
   std::fprintf(out,
-               "  median step, first %d kernels: start / end (us from the first start), overlap with the "
+               "  middle step, first %d kernels: start / end (us from the first start), overlap with the "
                "latest end before it\n",
                top);
   uint64_t latest = mid.k.front()->start;

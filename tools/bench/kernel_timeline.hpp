@@ -37,7 +37,7 @@ public:
 
   // Prints, for the steps that begin at the given marks (kernels of step i start in [marks[i],
   // marks[i + 1])): per-step span and period, then per (kernel, grid) class the count per step and
-  // the median step's summed duration and exposed time, largest exposed first; `top` rows.
+  // the median over steps of its summed duration and exposed time, largest exposed first; `top` rows.
   static void report(std::FILE *out, const std::vector<KernelSpan> &spans, const std::vector<uint64_t> &marks,
                      int top);
 
