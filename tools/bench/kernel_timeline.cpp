@@ -136,7 +136,8 @@ KernelTimeline::KernelTimeline() {
   resolve(lib_, "cuptiGetResultString", g_api.result_string);
   cupti_check(g_api.register_callbacks(buffer_requested, buffer_completed), "register buffers");
   // Concurrent records: kernels are not serialized, so PDL overlap shows as it runs.
-  cupti_check(g_api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernel records");
+  cupti_check(g_api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+              "enable kernel records (expected a CUDA device and a driver this libcupti supports)");
 }
 
 KernelTimeline::~KernelTimeline() {
