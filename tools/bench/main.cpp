@@ -161,35 +161,13 @@ struct Bench {
     return {total, prefill};
   }
 
-  // For a profiler (ncu --profile-from-start off): after a prompt of `depth` tokens and 8 warm-up
-  // steps (graph captures made), decode `steps` tokens inside the profiled range.
-  void profile_decode(int depth_arg, int steps) {
-    const int depth = std::max(depth_arg, 1); // as decode(): depth 0 = a one-token prompt
-    auto ids = random_prompt(depth);
-    engine->begin_session(depth + steps + 16);
-    wo::sampling::SamplingParams greedy;
-    greedy.temperature = 0;
-    sampler->reset();
-    engine->forward(ids.data(), depth, 0, false);
-    for (int i = 0; i < 8 + steps; ++i) {
-      if (i == 8) check(cudaProfilerStart(), "cudaProfilerStart");
-      sampler->sample(engine->logits_device(), greedy, 0);
-      sampler->fetch_id();
-      engine->forward(sampler->device_id(), 1, depth + i, false, true);
-    }
-    engine->synchronize();
-    check(cudaProfilerStop(), "cudaProfilerStop");
-    std::printf("profiled %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
-                engine->decode_graphs());
-    engine->end_session();
-  }
-
-#if WORKER_BENCH_TIMELINE
-  // The kernel timeline (CUPTI) of `steps` decode steps at `depth`, after 8 warm-up steps (graph
-  // captures made). A step is the forward's replay and the sampler's kernels that follow it; the
-  // host's wait for the token id lies between steps (period - span).
-  void timeline_decode(wo::bench::KernelTimeline &tl, int depth_arg, int steps) {
-    const int depth = std::max(depth_arg, 1); // as decode(): depth 0 = a one-token prompt
+  // Decode after a prompt of `depth` tokens: 8 warm-up steps (graph captures made), then `steps`
+  // measured ones. A step is the forward's replay and the sampler's kernels that follow it (the
+  // host's wait for the token id lies between steps). at_step(i) runs on the host before measured
+  // step i is launched, and at_step(steps) after the last one has finished. The session stays
+  // open for the caller. Returns the depth used (depth 0 = a one-token prompt, as decode()).
+  template <class F> int measured_decode(int depth_arg, int steps, F &&at_step) {
+    const int depth = std::max(depth_arg, 1);
     auto ids = random_prompt(depth);
     engine->begin_session(depth + steps + 16);
     wo::sampling::SamplingParams greedy;
@@ -198,15 +176,34 @@ struct Bench {
     engine->forward(ids.data(), depth, 0, false);
     sampler->sample(engine->logits_device(), greedy, 0);
     sampler->fetch_id();
-    std::vector<uint64_t> marks;
     for (int i = 0; i < 8 + steps; ++i) {
-      if (i >= 8) marks.push_back(tl.now());
+      if (i >= 8) at_step(i - 8);
       engine->forward(sampler->device_id(), 1, depth + i, false, true);
       sampler->sample(engine->logits_device(), greedy, 0);
       sampler->fetch_id();
     }
     engine->synchronize();
-    marks.push_back(tl.now()); // closes the last step
+    at_step(steps);
+    return depth;
+  }
+
+  // For a profiler (ncu --profile-from-start off): `steps` decode steps inside the profiled range.
+  void profile_decode(int depth_arg, int steps) {
+    const int depth = measured_decode(depth_arg, steps, [&](int i) {
+      if (i == 0) check(cudaProfilerStart(), "cudaProfilerStart");
+      if (i == steps) check(cudaProfilerStop(), "cudaProfilerStop");
+    });
+    std::printf("profiled %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
+                engine->decode_graphs());
+    engine->end_session();
+  }
+
+#if WORKER_BENCH_TIMELINE
+  // The kernel timeline (CUPTI) of `steps` decode steps: a mark before each step's launch and one
+  // after the last (period - span is the host's wait between steps).
+  void timeline_decode(wo::bench::KernelTimeline &tl, int depth_arg, int steps) {
+    std::vector<uint64_t> marks;
+    const int depth = measured_decode(depth_arg, steps, [&](int) { marks.push_back(tl.now()); });
     const auto spans = tl.collect(marks.front());
     std::printf("timeline of %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
                 engine->decode_graphs());
