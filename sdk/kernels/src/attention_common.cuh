@@ -43,6 +43,8 @@ struct AttnConsts {
   int32_t head_parts;     // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
   bool fresh_on;          // grouped kernel only: q is unrotated and the new K/V row is `fresh`'s to write
   bool positions_settled; // grouped kernel with fresh_on: positions are read before the PDL wait
+  bool preload_keys;      // grouped kernel, one row, settled positions: the first key tile loads before
+                          // the wait (WORKER_ATTN_PRELOAD=0 turns it off, for A/B runs)
   FreshQkv fresh;
 };
 

@@ -46,9 +46,11 @@ __host__ __device__ inline SmemLayout smem_layout(int rows, int hd) {
   SmemLayout s;
   s.q_len = (rows * hd + 3) / 4 * 4;
   s.q = 0;
-  s.p = s.q_len;                       // [kTile][kR]: scores, then probabilities (kR <= kMaxRows)
-  s.stat = s.p + kTile * kMaxRows;     // m, l, tile correction, merge 1/denominator: [4][kMaxRows]
-  s.e = s.stat + 4 * kMaxRows;         // [kMaxRows][kMaxSplits]: the merge's per-split factors
+  s.p = s.q_len; // 2 x [kTile][kR]: scores, then probabilities (kR <= kMaxRows); alternate tiles
+                 // use alternate halves, so a tile's scores need not wait for the last one's values
+  s.stat = s.p + 2 * kTile * kMaxRows; // m, l, tile correction (even tiles), merge 1/denominator,
+                                       // tile correction (odd tiles): [5][kMaxRows]
+  s.e = s.stat + 5 * kMaxRows;         // [kMaxRows][kMaxSplits]: the merge's per-split factors
   s.red = s.e + kMaxRows * kMaxSplits; // [kWarps][q_len]: the warps' value sums
   s.total = s.red + kWarps * s.q_len;
   return s;
@@ -135,13 +137,62 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const KeyRange rr = visible_keys(k, t0 + tid / G, split, k.n_tokens);
     row_lo[tid] = rr.lo, row_hi[tid] = rr.hi;
   }
+  const int32_t pos = k.fresh_on ? __ldcg(k.positions + t0) : 0; // fresh_on: the new row's position
   if (k.fresh_on) { // (one query) pair i's factors, by the thread that rotates pair i of the K row
-    const int32_t pos = __ldcg(k.positions + t0);
     for (int i = tid; i < k.head_dim / 2; i += kThreads) {
       float c = 0.0f, sn = 0.0f;
       if (i < k.fresh.rope.n_dims / 2) rope_cos_sin(k.fresh.rope, pos, i, c, sn);
       cs_s[2 * i] = c, cs_s[2 * i + 1] = sn;
     }
+  }
+
+  const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
+  const __half *kb = kc + static_cast<int64_t>(kvh) * hd, *vb = vc + static_cast<int64_t>(kvh) * hd;
+  const int n_chunks = hd / 8;
+  const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
+  // This thread's load addresses, computed once and advanced a tile per trip: per load only a
+  // constant offset or one pointer step (the 64-bit row arithmetic per load was most of the
+  // loop's instructions). Keys past the tile's last and dimensions past head_dim are not loaded.
+  // With one query (fresh_on) every row sees r's keys; otherwise the rows' union, known after the
+  // barrier below.
+  bool v_dims[kPairs]; // lane's pair j inside head_dim
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j)
+    v_dims[j] = 2 * lane + 64 * j < hd;
+  const int64_t k_tile_step = kTile * kv_row / 8, v_tile_step = kTile * kv_row / 2; // uint4 / half2
+  const int64_t v_row_step = kWarps * kv_row / 2; // half2 between this warp's value rows
+  const uint4 *kp = nullptr;   // this thread's first key chunk of the tile (chunk 2 i at kp[2 i])
+  const __half2 *vp = nullptr; // this lane's pair of the warp's first value row of the tile
+  uint4 kraw[kChunks];
+  __half2 vraw[kKeysPerWarp][kPairs];
+  const auto point_at = [&](int64_t first_key) {
+    kp = reinterpret_cast<const uint4 *>(kb + (first_key + kk_s) * kv_row) + half;
+    vp = reinterpret_cast<const __half2 *>(vb + (first_key + warp) * kv_row) + lane;
+  };
+  // A tile's loads: this thread's key chunks and its warp's value rows (zeros past n_keys).
+  const auto load_tile = [&](int n_keys) {
+    const bool k_in = kk_s < n_keys;
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i)
+      kraw[i] = k_in && half + 2 * i < n_chunks ? kp[2 * i] : make_uint4(0, 0, 0, 0);
+    const __half2 *vr = vp;
+#pragma unroll
+    for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
+      const bool v_in = warp + kWarps * i < n_keys;
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j)
+        vraw[i][j] = v_in && v_dims[j] ? vr[32 * j] : __floats2half2_rn(0.0f, 0.0f);
+    }
+  };
+  // Settled positions: the first tile's keys are cache rows of earlier steps (written two or more
+  // launches back) but for the new one, which this block writes below and then reloads: they load
+  // before the wait, one memory latency off the chain.
+  // One-row instances only: the others (prefill) would keep the tile's registers live across the
+  // prologue (ptxas spills them in the capped hd-96 prefill instance).
+  const bool preload = kR == 1 && early && k.preload_keys;
+  if (preload) {
+    point_at(r.lo);
+    load_tile(static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo)));
   }
   if (early) wo::pdl::enter();
 
@@ -149,10 +200,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   float *sm = reinterpret_cast<float *>(dyn_smem);
   float *q_s = sm + L.q, *p_s = sm + L.p, *e_s = sm + L.e, *red_s = sm + L.red;
   float *m_s = sm + L.stat, *l_s = m_s + kMaxRows, *c_s = l_s + kMaxRows, *inv_s = c_s + kMaxRows;
-  const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd;
-  const __half *kb = kc + static_cast<int64_t>(kvh) * hd, *vb = vc + static_cast<int64_t>(kvh) * hd;
-  const int n_chunks = hd / 8;
-  const int kk_s = tid >> 1, half = tid & 1; // the key and chunk parity this thread scores
+  float *const c_odd_s = inv_s + kMaxRows;
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
   if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh, cs_s);
@@ -184,27 +232,35 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll
     for (int i = 0; i < 2 * kPairs; ++i)
       acc[g][i] = 0.0f;
+  if (!preload) point_at(lo);
+  int odd = 0; // which half of p_s (and which tile correction) this tile uses
 #pragma unroll 1
-  for (int64_t base = lo; base < hi; base += kTile) {
+  for (int64_t base = lo; base < hi; base += kTile, kp += k_tile_step, vp += v_tile_step, odd ^= 1) {
     const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), hi - base));
-    // Every load of the tile first (one memory latency per tile): this thread's key chunks and its
-    // warp's value rows; on the first tile also the queries (unless rotated above).
-    uint4 kraw[kChunks];
-    const uint4 *krow = reinterpret_cast<const uint4 *>(kb + (base + kk_s) * kv_row);
+    float *const pt = p_s + odd * kTile * kMaxRows, *const ct = odd ? c_odd_s : c_s;
+    // Every load of the tile first (one memory latency per tile); on the first tile also the
+    // queries (unless rotated above). The first tile of an early block is in registers already:
+    // only the new position's row, if it is in that tile, is read again (as written above).
+    if (!preload || base != lo) {
+      load_tile(n_keys);
+    } else if (split == r.used - 1 && pos >= base && pos - base < n_keys) {
+      const int at = static_cast<int>(pos - base);
+      if (kk_s == at) {
 #pragma unroll
-    for (int i = 0; i < kChunks; ++i) {
-      const int c = half + 2 * i;
-      kraw[i] = kk_s < n_keys && c < n_chunks ? krow[c] : make_uint4(0, 0, 0, 0);
-    }
-    __half2 vraw[kKeysPerWarp][kPairs];
+        for (int i = 0; i < kChunks; ++i)
+          if (half + 2 * i < n_chunks) kraw[i] = kp[2 * i];
+      }
+      if (warp ==
+          at % kWarps) { // the warp's value rows again (one row by index would put vraw in local memory)
+        const __half2 *vr = vp;
 #pragma unroll
-    for (int i = 0; i < kKeysPerWarp; ++i) {
-      const int kk = warp + kWarps * i;
-      const __half2 *vrow = reinterpret_cast<const __half2 *>(vb + (base + kk) * kv_row);
+        for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
+          const bool v_in = warp + kWarps * i < n_keys;
 #pragma unroll
-      for (int j = 0; j < kPairs; ++j)
-        vraw[i][j] =
-            kk < n_keys && 2 * lane + 64 * j < hd ? vrow[lane + 32 * j] : __floats2half2_rn(0.0f, 0.0f);
+          for (int j = 0; j < kPairs; ++j)
+            if (v_in && v_dims[j]) vraw[i][j] = vr[32 * j];
+        }
+      }
     }
     if (base == lo) {
       if (!k.fresh_on) {
@@ -245,24 +301,24 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
         const int64_t j = base + kk_s;
 #pragma unroll
         for (int g = 0; g < kR; ++g)
-          p_s[kk_s * kR + g] = kk_s < n_keys && g < R && j >= row_lo[g] && j < row_hi[g] ? s[g] : -INFINITY;
+          pt[kk_s * kR + g] = kk_s < n_keys && g < R && j >= row_lo[g] && j < row_hi[g] ? s[g] : -INFINITY;
       }
     }
     __syncthreads();
     // Softmax: warp w owns rows w and w + 4. A row may have no key in this tile (a query before
     // the tile, or a window past it): then nothing changes (m_use keeps -inf - -inf out).
     for (int g = warp; g < R; g += kWarps) {
-      const float a = p_s[lane * kR + g], b = p_s[(lane + 32) * kR + g];
+      const float a = pt[lane * kR + g], b = pt[(lane + 32) * kR + g];
       const float m_old = m_s[g];
       const float m_new = fmaxf(m_old, warp_max(fmaxf(a, b)));
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;
       const float pa = expf(a - m_use), pb = expf(b - m_use);
-      p_s[lane * kR + g] = pa;
-      p_s[(lane + 32) * kR + g] = pb;
+      pt[lane * kR + g] = pa;
+      pt[(lane + 32) * kR + g] = pb;
       const float sum = warp_sum(pa + pb);
       if (lane == 0) {
         const float corr = expf(m_old - m_use); // 0 while the row has seen no key (m_old = -inf)
-        c_s[g] = corr;
+        ct[g] = corr;
         l_s[g] = l_s[g] * corr + sum;
         m_s[g] = m_new;
       }
@@ -273,7 +329,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll
     for (int g = 0; g < kR; ++g)
       if (g < R) {
-        const float corr = c_s[g];
+        const float corr = ct[g];
 #pragma unroll
         for (int i = 0; i < 2 * kPairs; ++i)
           acc[g][i] *= corr;
@@ -282,7 +338,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     for (int i = 0; i < kKeysPerWarp; ++i) {
       const int kk = warp + kWarps * i;
       float pg[kR];
-      load_probs<kR>(p_s + kk * kR, pg);
+      load_probs<kR>(pt + kk * kR, pg);
 #pragma unroll
       for (int j = 0; j < kPairs; ++j) {
         const float2 v = __half22float2(vraw[i][j]);
@@ -294,7 +350,9 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
           }
       }
     }
-    __syncthreads(); // the next tile rewrites p_s and c_s
+    // No barrier here: the next tile writes the other half of p_s and the other correction, and
+    // the one after this tile's halves only past the next tile's first barrier, which every warp
+    // reaches after these reads.
   }
 #pragma unroll
   for (int g = 0; g < kR; ++g)
@@ -412,6 +470,15 @@ __global__ void __launch_bounds__(kThreads, 4)
   grouped_attention<kR, kPairs>(q, kc, vc, out, k);
 }
 
+// The one-row hd <= 64 decode instance (Qwen2.5, gpt-oss) keeps six blocks per SM (80 registers, as
+// it compiled before the first tile's loads moved ahead of the PDL wait and stayed live across the
+// prologue; unbounded it took 127 and four blocks).
+__global__ void __launch_bounds__(kThreads, 6)
+    attention_grouped_one_row_kernel(const float *q, const __half *kc, const __half *vc, float *out,
+                                     AttnConsts k) {
+  grouped_attention<1, 1>(q, kc, vc, out, k);
+}
+
 using AttnKernel = void (*)(const float *, const __half *, const __half *, float *, AttnConsts);
 
 // The instance for blocks of `rows` rows of head_dim dimensions.
@@ -420,6 +487,10 @@ template <int kR> AttnKernel kernel_for_rows(int32_t head_dim) {
     return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
            : head_dim <= 128 ? attention_grouped_capped_kernel<kR, 2>
                              : attention_grouped_capped_kernel<kR, 4>;
+  } else if constexpr (kR == 1) {
+    return head_dim <= 64    ? attention_grouped_one_row_kernel
+           : head_dim <= 128 ? attention_grouped_kernel<kR, 2>
+                             : attention_grouped_kernel<kR, 4>;
   } else {
     return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
            : head_dim <= 128 ? attention_grouped_kernel<kR, 2>
@@ -451,6 +522,14 @@ int64_t resident_blocks(AttnKernel kernel, size_t smem) {
     (void)cudaGetLastError(); // not the next launch's status
   known.emplace(std::make_pair(kernel, smem), n);
   return n;
+}
+
+bool preload_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("WORKER_ATTN_PRELOAD");
+    return !(e && e[0] == '0' && e[1] == '\0');
+  }();
+  return on;
 }
 
 bool grouped_enabled() {
@@ -486,6 +565,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
     return false;
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
+  k.preload_keys = preload_enabled();
   // Decode-sized calls: as many splits as the GPU holds blocks at once (one wave: a block's chain of
   // tiles and the merge is what decode waits on, and a second partial wave doubles it), limited by
   // the workspace; never by n_kv (see visible_keys). H100, depth 2048, a fixed 1056 blocks ->
