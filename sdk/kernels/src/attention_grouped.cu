@@ -37,21 +37,28 @@ constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the
 constexpr int64_t kTargetBlocks = 1056;
 static_assert(kTile == kMinKeysPerSplit, "a split's share is a whole number of tiles at the minimum");
 
-// Dynamic shared memory, in floats.
+// The kernel instance's most rows (kR) for blocks of `rows` rows: kernel_for's choice.
+__host__ __device__ constexpr int instance_rows(int rows) { return rows == 1 ? 1 : rows <= 4 ? 4 : kMaxRows; }
+
+// Dynamic shared memory, in floats, for `rows` rows of an instance of kr = instance_rows(rows) or
+// more (the kernel passes its kR, the host instance_rows of its largest block: the kernel's layout
+// never ends past the host's). Sized by kr, not kMaxRows: the one-row decode instance needs 2.8 KB
+// instead of 8 KB (more shared memory per block cost Phi-3 decode 2-4% next to its GEMVs, though
+// not in attention_bench's chain of attention launches alone).
 struct SmemLayout {
   int q_len; // the rows' queries, rounded up to whole float4
   int q, p, stat, e, red, total;
 };
-__host__ __device__ inline SmemLayout smem_layout(int rows, int hd) {
+__host__ __device__ inline SmemLayout smem_layout(int rows, int hd, int kr) {
   SmemLayout s;
   s.q_len = (rows * hd + 3) / 4 * 4;
   s.q = 0;
-  s.p = s.q_len; // 2 x [kTile][kR]: scores, then probabilities (kR <= kMaxRows); alternate tiles
-                 // use alternate halves, so a tile's scores need not wait for the last one's values
-  s.stat = s.p + 2 * kTile * kMaxRows; // m, l, tile correction (even tiles), merge 1/denominator,
-                                       // tile correction (odd tiles): [5][kMaxRows]
-  s.e = s.stat + 5 * kMaxRows;         // [kMaxRows][kMaxSplits]: the merge's per-split factors
-  s.red = s.e + kMaxRows * kMaxSplits; // [kWarps][q_len]: the warps' value sums
+  s.p = s.q_len;                 // 2 x [kTile][kr]: scores, then probabilities; alternate tiles use alternate
+                                 // halves, so a tile's scores need not wait for the last one's values
+  s.stat = s.p + 2 * kTile * kr; // m, l, tile correction (even tiles), merge 1/denominator,
+                                 // tile correction (odd tiles): [5][kMaxRows]
+  s.e = s.stat + 5 * kMaxRows;   // [kr][kMaxSplits]: the merge's per-split factors
+  s.red = s.e + kr * kMaxSplits; // [kWarps][q_len]: the warps' value sums
   s.total = s.red + kWarps * s.q_len;
   return s;
 }
@@ -187,16 +194,19 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // Settled positions: the first tile's keys are cache rows of earlier steps (written two or more
   // launches back) but for the new one, which this block writes below and then reloads: they load
   // before the wait, one memory latency off the chain.
-  // One-row instances only: the others (prefill) would keep the tile's registers live across the
-  // prologue (ptxas spills them in the capped hd-96 prefill instance).
-  const bool preload = kR == 1 && early && k.preload_keys;
+  // The one-row hd <= 64 instance only (Qwen2.5, gpt-oss): kept live across the prologue, the tile's
+  // registers made ptxas spill in the capped hd-96 prefill instance, and in Phi-3's one-row hd-96
+  // instance (at its 128-register limit) compiling the preload in cost decode 1.5-2% (H100 A/B,
+  // one call: 533.6/450.6, 531.8/450.0 before this change; with it 526.0/443.3, 525.4/442.9;
+  // without it for hd > 64 539.2/452.3, 541.5/452.4).
+  const bool preload = kR == 1 && kPairs == 1 && early && k.preload_keys;
   if (preload) {
     point_at(r.lo);
     load_tile(static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo)));
   }
   if (early) wo::pdl::enter();
 
-  const SmemLayout L = smem_layout(R, hd);
+  const SmemLayout L = smem_layout(R, hd, kR);
   float *sm = reinterpret_cast<float *>(dyn_smem);
   float *q_s = sm + L.q, *p_s = sm + L.p, *e_s = sm + L.e, *red_s = sm + L.red;
   float *m_s = sm + L.stat, *l_s = m_s + kMaxRows, *c_s = l_s + kMaxRows, *inv_s = c_s + kMaxRows;
@@ -237,7 +247,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll 1
   for (int64_t base = lo; base < hi; base += kTile, kp += k_tile_step, vp += v_tile_step, odd ^= 1) {
     const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), hi - base));
-    float *const pt = p_s + odd * kTile * kMaxRows, *const ct = odd ? c_odd_s : c_s;
+    float *const pt = p_s + odd * kTile * kR, *const ct = odd ? c_odd_s : c_s;
     // Every load of the tile first (one memory latency per tile); on the first tile also the
     // queries (unless rotated above). The first tile of an early block is in registers already:
     // only the new position's row, if it is in that tile, is read again (as written above).
@@ -498,9 +508,10 @@ template <int kR> AttnKernel kernel_for_rows(int32_t head_dim) {
   }
 }
 AttnKernel kernel_for(int32_t rows, int32_t head_dim) {
-  return rows == 1   ? kernel_for_rows<1>(head_dim)
-         : rows <= 4 ? kernel_for_rows<4>(head_dim)
-                     : kernel_for_rows<8>(head_dim);
+  const int kr = instance_rows(rows);
+  return kr == 1   ? kernel_for_rows<1>(head_dim)
+         : kr == 4 ? kernel_for_rows<4>(head_dim)
+                   : kernel_for_rows<8>(head_dim);
 }
 
 // How many blocks of `kernel` the GPU holds at once (occupancy x SMs), asked once per instance and
@@ -585,9 +596,9 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   if (splittable) {
     const int64_t blocks = n_tokens * k.n_kv_heads * k.head_parts;
     const int32_t rows = (group + k.head_parts - 1) / k.head_parts; // one query per block
-    const int64_t resident =
-        resident_blocks(kernel_for(rows, k.head_dim),
-                        static_cast<size_t>(smem_layout(rows, k.head_dim).total) * sizeof(float));
+    const int64_t resident = resident_blocks(
+        kernel_for(rows, k.head_dim),
+        static_cast<size_t>(smem_layout(rows, k.head_dim, instance_rows(rows)).total) * sizeof(float));
     int64_t s = std::min<int64_t>(std::max<int64_t>(resident / blocks, 1), kMaxSplits);
     s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
     k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
@@ -597,7 +608,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   k.queries_per_block =
       k.n_splits == 1 ? static_cast<int32_t>(std::min<int64_t>(std::max(1, kMaxRows / group), n_tokens)) : 1;
   const int32_t rows = k.queries_per_block * ((group + k.head_parts - 1) / k.head_parts);
-  const SmemLayout L = smem_layout(rows, k.head_dim);
+  const SmemLayout L = smem_layout(rows, k.head_dim, instance_rows(rows));
   const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
   const int64_t n_blocks = (n_tokens + k.queries_per_block - 1) / k.queries_per_block;
   if (n_blocks > 0x7fffffff) return false;
