@@ -43,8 +43,7 @@ __host__ __device__ constexpr int instance_rows(int rows) { return rows == 1 ? 1
 // Dynamic shared memory, in floats, for `rows` rows of an instance of kr = instance_rows(rows) or
 // more (the kernel passes its kR, the host instance_rows of its largest block: the kernel's layout
 // never ends past the host's). Sized by kr, not kMaxRows: the one-row decode instance needs 2.8 KB
-// instead of 8 KB (more shared memory per block cost Phi-3 decode 2-4% next to its GEMVs, though
-// not in attention_bench's chain of attention launches alone).
+// instead of 8 KB, shared memory its neighbours in a decode step (PDL) can use.
 struct SmemLayout {
   int q_len; // the rows' queries, rounded up to whole float4
   int q, p, stat, e, red, total;
@@ -176,12 +175,14 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     kp = reinterpret_cast<const uint4 *>(kb + (first_key + kk_s) * kv_row) + half;
     vp = reinterpret_cast<const __half2 *>(vb + (first_key + warp) * kv_row) + lane;
   };
-  // A tile's loads: this thread's key chunks and its warp's value rows (zeros past n_keys).
-  const auto load_tile = [&](int n_keys) {
+  // A tile's loads (zeros past n_keys): this thread's key chunks, its warp's value rows.
+  const auto load_keys = [&](int n_keys) {
     const bool k_in = kk_s < n_keys;
 #pragma unroll
     for (int i = 0; i < kChunks; ++i)
       kraw[i] = k_in && half + 2 * i < n_chunks ? kp[2 * i] : make_uint4(0, 0, 0, 0);
+  };
+  const auto load_values = [&](int n_keys) {
     const __half2 *vr = vp;
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
@@ -202,7 +203,9 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   const bool preload = kR == 1 && kPairs == 1 && early && k.preload_keys;
   if (preload) {
     point_at(r.lo);
-    load_tile(static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo)));
+    const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo));
+    load_keys(n_keys);
+    load_values(n_keys);
   }
   if (early) wo::pdl::enter();
 
@@ -252,25 +255,14 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     // queries (unless rotated above). The first tile of an early block is in registers already:
     // only the new position's row, if it is in that tile, is read again (as written above).
     if (!preload || base != lo) {
-      load_tile(n_keys);
+      load_keys(n_keys);
+      load_values(n_keys);
     } else if (split == r.used - 1 && pos >= base && pos - base < n_keys) {
+      // The new row again: its key chunks in the threads that hold them, and all of its warp's
+      // value rows (reloading one row by index would put vraw in local memory).
       const int at = static_cast<int>(pos - base);
-      if (kk_s == at) {
-#pragma unroll
-        for (int i = 0; i < kChunks; ++i)
-          if (half + 2 * i < n_chunks) kraw[i] = kp[2 * i];
-      }
-      if (warp ==
-          at % kWarps) { // the warp's value rows again (one row by index would put vraw in local memory)
-        const __half2 *vr = vp;
-#pragma unroll
-        for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
-          const bool v_in = warp + kWarps * i < n_keys;
-#pragma unroll
-          for (int j = 0; j < kPairs; ++j)
-            if (v_in && v_dims[j]) vraw[i][j] = vr[32 * j];
-        }
-      }
+      if (kk_s == at) load_keys(n_keys);
+      if (warp == at % kWarps) load_values(n_keys);
     }
     if (base == lo) {
       if (!k.fresh_on) {
