@@ -4,6 +4,7 @@
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/linear_kernels.cuh"
 
+#include <worker/env_switch.hpp>
 #include <worker/ggml_types.hpp>
 #include <worker/rms_norm.cuh>
 #include <worker/sdk.hpp>
@@ -213,10 +214,7 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
 
 // WORKER_MOE_GROUPED=0: linear_id always takes the per-problem GEMV path (debugging switch).
 bool grouped_enabled() {
-  static const bool on = [] {
-    const char *e = std::getenv("WORKER_MOE_GROUPED");
-    return !(e && e[0] == '0' && e[1] == '\0');
-  }();
+  static const bool on = !wo::env_switched_off("WORKER_MOE_GROUPED");
   return on;
 }
 

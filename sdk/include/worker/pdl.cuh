@@ -12,9 +12,10 @@
 // ordinary stream order, so mixing is safe. WORKER_PDL=0 launches without the attribute.
 #pragma once
 
+#include <worker/env_switch.hpp>
+
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <utility>
 
 namespace wo::pdl {
@@ -35,8 +36,7 @@ __device__ __forceinline__ void prefetch_l2(const void *p) {
 
 inline bool enabled() {
   static const bool on = [] {
-    const char *e = std::getenv("WORKER_PDL");
-    if (e && e[0] == '0' && e[1] == '\0') return false;
+    if (env_switched_off("WORKER_PDL")) return false;
     int dev = 0, major = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)

@@ -19,6 +19,8 @@
 // merge kernel runs.
 #include "attention_common.cuh"
 
+#include <worker/env_switch.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -528,18 +530,12 @@ int64_t resident_blocks(AttnKernel kernel, size_t smem) {
 }
 
 bool preload_enabled() {
-  static const bool on = [] {
-    const char *e = std::getenv("WORKER_ATTN_PRELOAD");
-    return !(e && e[0] == '0' && e[1] == '\0');
-  }();
+  static const bool on = !wo::env_switched_off("WORKER_ATTN_PRELOAD");
   return on;
 }
 
 bool grouped_enabled() {
-  static const bool on = [] {
-    const char *e = std::getenv("WORKER_ATTN_GROUPED");
-    return !(e && e[0] == '0' && e[1] == '\0');
-  }();
+  static const bool on = !wo::env_switched_off("WORKER_ATTN_GROUPED");
   return on;
 }
 
