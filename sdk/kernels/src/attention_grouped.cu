@@ -491,14 +491,11 @@ template <int kR> AttnKernel kernel_for_rows(int32_t head_dim) {
     return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
            : head_dim <= 128 ? attention_grouped_capped_kernel<kR, 2>
                              : attention_grouped_capped_kernel<kR, 4>;
-  } else if constexpr (kR == 1) {
-    return head_dim <= 64    ? attention_grouped_one_row_kernel
-           : head_dim <= 128 ? attention_grouped_kernel<kR, 2>
-                             : attention_grouped_kernel<kR, 4>;
   } else {
-    return head_dim <= 64    ? attention_grouped_kernel<kR, 1>
-           : head_dim <= 128 ? attention_grouped_kernel<kR, 2>
-                             : attention_grouped_kernel<kR, 4>;
+    static_assert(kR == 1, "instance_rows gives 1, 4 or 8 rows");
+    return head_dim <= 64    ? attention_grouped_one_row_kernel
+           : head_dim <= 128 ? attention_grouped_kernel<1, 2>
+                             : attention_grouped_kernel<1, 4>;
   }
 }
 AttnKernel kernel_for(int32_t rows, int32_t head_dim) {
