@@ -162,6 +162,17 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   const int64_t my_groups =
       first_group < ug.n_groups ? (ug.n_groups - first_group + group_stride - 1) / group_stride : 0;
   const int64_t items = my_groups * chunks; // (group, chunk) pairs this warp computes, in order
+  // A warp walks its items with cursors stepped one item at a time: per item a 64-bit division
+  // (group, chunk) for the copy and again for the dot, plus the block column (a division by the
+  // runtime blocks_per_row), cost ~75 instructions per chunk (SASS), a tenth to a third of the
+  // dots' own count.
+  struct Cursor {
+    int64_t grp; // the item's group
+    int c;       // its chunk in the group
+  };
+  const auto advance = [&](Cursor &k) {
+    if (++k.c == chunks) k.c = 0, k.grp += group_stride;
+  };
   const auto group_base = [&](const uint8_t *w, int64_t row0) {
     void *y;
     int64_t yi;
@@ -170,10 +181,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // Item `it` (if any) into stage it % kUnitStages: the warp copies the chunk's bytes with
   // coalesced 16-byte cp.async (an 8-byte tail for units of 8-byte multiples), then commits a group
   // (empty past the end, so every wait below counts the same groups).
-  const auto issue = [&](const uint8_t *w, int64_t it) {
+  static_assert((kUnitStages & (kUnitStages - 1)) == 0, "stage of item it: it & (kUnitStages - 1)");
+  const auto issue = [&](const uint8_t *w, int64_t it, const Cursor &k) {
     if (it < items) {
-      const int64_t grp = first_group + it / chunks * group_stride;
-      const int c = static_cast<int>(it % chunks);
+      const int64_t grp = k.grp;
+      const int c = k.c;
       const int64_t at = static_cast<int64_t>(c) * kChunkData; // the chunk's offset in its group
       const uint8_t *src = group_base(w, grp * wr) + at;
       // Swiglu: the group's bytes are gate's wr rows, then up's (from up's own base).
@@ -188,8 +200,31 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         }
       };
       const int bytes = min(32, ug.units_per_group - 32 * c) / kSplit * T::BYTES;
-      uint8_t *dst = chunk_buf + (it % kUnitStages) * kChunkBytes;
-      if (ug.copy_bytes == 16) {
+      uint8_t *dst = chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes;
+      if (ug.copy_bytes == 16 && bytes == kChunkData) {
+        // A whole chunk: every offset a constant (one copy instruction each; the loop below spent
+        // ~15 instructions per copy, 9 copies per lane per Q4_K chunk).
+        constexpr int kRows = kChunkData / 512, kTail = kChunkData % 512; // kTail % 8 == 0
+        // Swiglu: each copy picks its half; otherwise one base per lane and immediate offsets.
+        if constexpr (M == Int8xMode::Swiglu) {
+#pragma unroll
+          for (int i = 0; i < kRows; ++i)
+            cp_async16(dst + 16 * lane + 512 * i, from(16 * lane + 512 * i));
+        } else {
+          const uint8_t *s0 = src + 16 * lane;
+          uint8_t *d0 = dst + 16 * lane;
+#pragma unroll
+          for (int i = 0; i < kRows; ++i)
+            cp_async16(d0 + 512 * i, s0 + 512 * i);
+        }
+        if constexpr (kTail > 0) {
+          const int off = 512 * kRows + 16 * lane;
+          if (off + 16 <= kChunkData)
+            cp_async16(dst + off, from(off));
+          else if (off < kChunkData)
+            cp_async8(dst + off, from(off));
+        }
+      } else if (ug.copy_bytes == 16) {
         int off = 16 * lane;
         for (; off + 16 <= bytes; off += 16 * 32)
           cp_async16(dst + off, from(off));
@@ -209,25 +244,34 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // they are settled (linear_id_settled: written two launches back or more, so complete now; read
   // through L2). GPT-OSS decode, the up and down projections: 447 -> 464 tok/s with all three
   // expert launches issuing early (a timing-only experiment), ~1 us of DRAM latency per launch.
+  const auto issue_first = [&](const uint8_t *w, Cursor &k) { // items 0 .. kUnitStages - 2 from k
+    for (int s = 0; s < kUnitStages - 1; ++s, advance(k))
+      issue(w, s, k);
+  };
+  Cursor ahead{first_group, 0}; // the next item to issue
   bool first_issued = !p.ids;
   if (!p.ids)
-    for (int s = 0; s < kUnitStages - 1; ++s)
-      issue(p.w, s);
+    issue_first(p.w, ahead);
   else if (p.ids_settled) {
     Problem q0;
     if (resolve<1>(p, blockIdx.y, q0)) {
-      for (int s = 0; s < kUnitStages - 1; ++s)
-        issue(q0.w, s);
+      issue_first(q0.w, ahead);
       first_issued = true;
     }
   }
+  // The block column of this lane's first unit in chunk c of a group (groups start on a row):
+  // block (32 c + lane) U / kSplit mod blocks_per_row, stepped per chunk by kStepBlocks mod nb.
+  constexpr int kStepBlocks = 32 * T::U / kSplit;
+  const int col_first = lane * T::U / kSplit % ug.blocks_per_row;
+  const int col_step = kStepBlocks % ug.blocks_per_row;
   wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
-    if (!resolve<1>(p, prob, q)) return;     // the same for the whole CTA
-    if (!first_issued || prob != blockIdx.y) // the first chunks of this problem's weights
-      for (int s = 0; s < kUnitStages - 1; ++s)
-        issue(q.w, s);
+    if (!resolve<1>(p, prob, q)) return;       // the same for the whole CTA
+    if (!first_issued || prob != blockIdx.y) { // the first chunks of this problem's weights
+      ahead = Cursor{first_group, 0};
+      issue_first(q.w, ahead);
+    }
     // linear_id_glu's biases: rows of this problem's expert
     const int64_t bias_row0 =
         M == Int8xMode::Swiglu && fu.gate_bias && p.expert_bytes ? (q.w - p.w) / p.expert_bytes * p.rows : 0;
@@ -240,22 +284,27 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
                                                                               fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
+    Cursor cur{first_group, 0};
+    int col_c = col_first; // the lane's first block column in chunk cur.c
     for (int64_t it = 0; it < items; ++it) {
-      const int64_t grp = first_group + it / chunks * group_stride;
-      const int c = static_cast<int>(it % chunks);
-      issue(q.w, it + kUnitStages - 1); // into the stage item it - 1 used (its readers synced below)
+      const int64_t grp = cur.grp;
+      const int c = cur.c, col_u = col_c;
+      advance(cur);
+      col_c = cur.c == 0 ? col_first : col_c + col_step - (col_c + col_step >= nb ? nb : 0);
+      issue(q.w, it + kUnitStages - 1, ahead); // into the stage item it - 1 used (its readers synced below)
+      advance(ahead);
       cp_async_wait<kUnitStages - 1>(); // item it has landed (this lane's copies) ...
       __syncwarp();                     // ... and every lane's
       const int64_t row0 = grp * wr;
       const int u = 32 * c + lane;
       if (!q.bad_expert && u < ug.units_per_group) {
         typename Ld::Words words;
-        Ld::load(chunk_buf + (it % kUnitStages) * kChunkBytes + lane / kSplit * T::BYTES, words);
-        if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit
-          part[u] = T::template block<kTerms>(words, u % kSplit, xu, (u / kSplit) % nb * kGroupsPerBlock);
+        Ld::load(chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes + lane / kSplit * T::BYTES, words);
+        if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
+          part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_u * kGroupsPerBlock);
         } else {
           const int first = u * T::U;
-          int col = first % nb; // the unit's first block column; U <= blocks_per_row
+          int col = col_u; // the unit's first block column; U <= blocks_per_row
 #pragma unroll
           for (int k = 0; k < T::U; ++k) {
             part[first + k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
