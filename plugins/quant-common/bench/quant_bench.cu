@@ -14,6 +14,7 @@
 #include "quant_common/device_test_host.hpp"
 #include "quant_common/random_blocks.hpp"
 
+#include <worker/bench_timing.hpp>
 #include <worker/ggml_types.hpp>
 #include <worker/sdk.h>
 
@@ -40,48 +41,8 @@ const wo_quant_v1 *load_codec(const std::string &path) {
   return static_cast<const wo_quant_v1 *>(d->vtable);
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median milliseconds of `reps` replays of `fn` (each replay timed by events on the stream).
-template <class F> float time_ms(cudaStream_t s, int reps, F &&fn) {
-  cudaEvent_t a, b;
-  cuda_ok(cudaEventCreate(&a), "event");
-  cuda_ok(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i)
-    fn(); // warm-up
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    cuda_ok(cudaEventRecord(a, s), "record");
-    fn();
-    cuda_ok(cudaEventRecord(b, s), "record");
-    cuda_ok(cudaEventSynchronize(b), "sync");
-    float t = 0;
-    cuda_ok(cudaEventElapsedTime(&t, a, b), "elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(ms);
-}
-
-// Microseconds per call of `call(i)` (i < per_graph), captured as one CUDA graph of per_graph calls
-// and replayed (median of 15).
-template <class F> double graph_us_per_call(cudaStream_t s, int per_graph, F &&call) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int i = 0; i < per_graph; ++i)
-    call(i);
-  cuda_ok(cudaStreamEndCapture(s, &graph), "end capture");
-  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const float ms = time_ms(s, 15, [&] { cuda_ok(cudaGraphLaunch(exec, s), "graph launch"); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return ms * 1e3 / per_graph;
-}
+using wo::bench::graph_us_per_call;
+using wo::bench::time_ms;
 
 double copy_bandwidth(cudaStream_t s) {
   const size_t bytes = 512ull << 20;

@@ -8,6 +8,7 @@
 // decode step.
 //
 //   attention_bench [--shapes qwen,phi3,oss-full,oss-window] [--depths 128,2048,8192]
+#include <worker/bench_timing.hpp>
 #include <worker/kernels.hpp>
 
 #include <cuda_fp16.h>
@@ -63,11 +64,6 @@ template <class T> T *device_random(size_t n, std::mt19937 &rng, float sd) {
   return p;
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void run(const Shape &sh, int64_t depth, size_t l2_bytes) {
   std::mt19937 rng(1234);
   const int64_t hd = sh.head_dim, QD = sh.n_heads * hd, KVD = sh.n_kv_heads * hd, n_ctx = depth + 1;
@@ -119,36 +115,12 @@ void run(const Shape &sh, int64_t depth, size_t l2_bytes) {
     cuda_ok(k::rope_kv_attention(a, rp, outs[l], ap, s), "rope_kv_attention");
   };
 
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int l = 0; l < layers; ++l)
-    call(l);
-  cuda_ok(cudaStreamEndCapture(s, &graph), "end capture");
-  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t e0, e1;
-  cuda_ok(cudaEventCreate(&e0), "event");
-  cuda_ok(cudaEventCreate(&e1), "event");
-  std::vector<float> ms;
-  for (int r = 0; r < 18; ++r) {
-    cuda_ok(cudaEventRecord(e0, s), "record");
-    cuda_ok(cudaGraphLaunch(exec, s), "graph launch");
-    cuda_ok(cudaEventRecord(e1, s), "record");
-    cuda_ok(cudaEventSynchronize(e1), "sync");
-    float t = 0.0f;
-    cuda_ok(cudaEventElapsedTime(&t, e0, e1), "elapsed");
-    if (r >= 3) ms.push_back(t); // the first replays warm up
-  }
-  const double us = 1000.0 * median(ms) / layers;
+  const double us = wo::bench::graph_us_per_call(s, layers, call);
   const int64_t keys = sh.window > 0 ? std::min<int64_t>(sh.window, n_ctx) : n_ctx;
   const double bytes = 2.0 * static_cast<double>(keys) * KVD * sizeof(__half);
   std::printf("%-11s depth %6lld  %3d layers  %8.2f us/call  %7.1f GB/s  (K+V %.2f MB)\n", sh.name,
               static_cast<long long>(depth), layers, us, bytes / us / 1e3, bytes / 1e6);
 
-  cuda_ok(cudaGraphExecDestroy(exec), "graph exec destroy");
-  cuda_ok(cudaGraphDestroy(graph), "graph destroy");
-  cuda_ok(cudaEventDestroy(e0), "event destroy");
-  cuda_ok(cudaEventDestroy(e1), "event destroy");
   cuda_ok(cudaStreamDestroy(s), "stream destroy");
   for (int l = 0; l < layers; ++l) {
     cuda_ok(cudaFree(kc[l]), "free");
