@@ -22,7 +22,6 @@
 #include <worker/env_switch.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -540,12 +539,10 @@ bool grouped_enabled() {
 // L2), but a block's serial chain (load, scores, softmax, values, merge) is what decode waits on:
 // H100 bench_suite, depth 0 / 2048, parts 1 -> 2 -> 4 -> 8 (group = 8 heads, Qwen2.5's 7 alike):
 // Qwen 1058/1039 -> 1114/1076 -> 1131/1076 -> 1177/1087, GPT-OSS 416/412 -> 431/424 -> 435/412
-// -> 441/419 tok/s. WORKER_ATTN_HEAD_PARTS=N sets N (A/B).
+// -> 441/419 tok/s. WORKER_ATTN_HEAD_PARTS=N, 1 <= N <= kMaxRows, sets N (A/B; other values: the
+// default, as for every tuning number, worker/env_switch.hpp).
 int32_t head_parts_for(int32_t group) {
-  static const int32_t forced = [] {
-    const char *e = std::getenv("WORKER_ATTN_HEAD_PARTS");
-    return e ? std::max(0, std::min(kMaxRows, std::atoi(e))) : 0;
-  }();
+  static const int32_t forced = static_cast<int32_t>(wo::env_int("WORKER_ATTN_HEAD_PARTS", 1, kMaxRows, 0));
   return forced > 0 ? forced : group;
 }
 

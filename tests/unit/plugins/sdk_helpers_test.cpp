@@ -1,11 +1,13 @@
 // The sdk.hpp helpers that every plugin uses at the struct_size boundary: reading a host's
 // wo_arch_config of any age, and writing into a caller's struct of any age.
+#include <worker/env_switch.hpp>
 #include <worker/sdk.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -329,3 +331,40 @@ TEST(RowView, SlicesRowsOfA2dMatrixAndRefusesWhatItCannotSlice) {
 }
 
 } // namespace
+
+// The tuning switches every kernel, codec and adapter reads: a number is taken whole and in range,
+// anything else falls back (no "5x" read as 5, no clamping); a switch is off only for exactly "0".
+TEST(EnvSwitch, TakesWholeNumbersInRangeAndFallsBackOnAnythingElse) {
+  const char *name = "WO_TEST_ENV_INT";
+  const auto with = [&](const char *value) {
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+    return wo::env_int(name, 1, 8, -7);
+  };
+  EXPECT_EQ(with(nullptr), -7);
+  EXPECT_EQ(with(""), -7);
+  EXPECT_EQ(with("5"), 5);
+  EXPECT_EQ(with("1"), 1);
+  EXPECT_EQ(with("8"), 8);
+  EXPECT_EQ(with("0"), -7);  // below the range
+  EXPECT_EQ(with("9"), -7);  // above it: not clamped to 8
+  EXPECT_EQ(with("5x"), -7); // trailing characters
+  EXPECT_EQ(with("x5"), -7);
+  EXPECT_EQ(with("-3"), -7);
+  unsetenv(name);
+}
+
+TEST(EnvSwitch, IsOffOnlyForExactlyZero) {
+  const char *name = "WO_TEST_ENV_SWITCH";
+  unsetenv(name);
+  EXPECT_FALSE(wo::env_switched_off(name));
+  for (const char *on : {"1", "", "00", "0 ", "off"}) {
+    setenv(name, on, 1);
+    EXPECT_FALSE(wo::env_switched_off(name)) << '"' << on << '"';
+  }
+  setenv(name, "0", 1);
+  EXPECT_TRUE(wo::env_switched_off(name));
+  unsetenv(name);
+}

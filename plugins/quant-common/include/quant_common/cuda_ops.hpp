@@ -6,10 +6,10 @@
 // launch on host->cuda_stream and turn CUDA failures into wo::Error(WO_ERR_CUDA, ...).
 #pragma once
 
+#include <worker/env_switch.hpp>
 #include <worker/sdk.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 namespace wo::quant {
 
@@ -27,15 +27,6 @@ constexpr int64_t kGroupedMinTokens = 12;
 // WORKER_GROUPED_MIN_TOKENS the token count from which linear_id runs the grouped GEMM. Both
 // default to the constants here; they exist to measure crossovers on a device, not for users.
 int64_t gemv_max_tokens();
-// A tuning switch's value from the environment: `fallback` unless the variable holds a whole
-// decimal number in [lo, hi]. Callers read it once (a static).
-inline int64_t env_int(const char *name, int64_t lo, int64_t hi, int64_t fallback) {
-  const char *e = std::getenv(name);
-  if (!e || !*e) return fallback;
-  char *end = nullptr;
-  const long long v = std::strtoll(e, &end, 10);
-  return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int64_t>(v) : fallback;
-}
 int64_t grouped_min_tokens();
 // Most bytes of FP16 weight scratch one GEMM chunk may use.
 constexpr uint64_t kGemmScratchBytes = 64ull << 20;
