@@ -22,14 +22,16 @@ __device__ __forceinline__ float sum_sq(float4 v) {
   return __fmaf_rn(v.w, v.w, __fmaf_rn(v.z, v.z, __fmaf_rn(v.y, v.y, __fmul_rn(v.x, v.x))));
 }
 
-// Sum over the block of kThreads threads; every thread gets the total.
+// Sum over the block of kThreads threads; every thread gets the total. A block of a multiple of
+// kThreads threads is that many copies of the partition (thread t acts as t % kThreads, which each
+// copy computes alike): the copies write the same partial sums to the same slots.
 __device__ __forceinline__ float block_sum(float v) {
   __shared__ float part[kThreads / 32];
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
     v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads(); // part[] may still be read by a previous call
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32 % (kThreads / 32)] = v;
   __syncthreads();
   v = threadIdx.x % 32 < kThreads / 32 ? part[threadIdx.x % 32] : 0.0f;
 #pragma unroll
@@ -54,14 +56,15 @@ __device__ __forceinline__ float4 apply(float4 x, float inv, float4 g) {
 }
 
 // 1 / rms of row x[0..n_cols) (fits(n_cols), 16-byte aligned), read with the fixed partition by
-// all kThreads threads of the block. load(k, i) returns float4 number i of the row, which is this
-// thread's k-th (k < kVec, a constant after unrolling: registers can be indexed with it).
+// all kThreads threads of the block (a block of a multiple of kThreads: every copy of them, see
+// block_sum). load(k, i) returns float4 number i of the row, which is this thread's k-th (k < kVec,
+// a constant after unrolling: registers can be indexed with it).
 template <class Load> __device__ __forceinline__ float row_inv_rms(Load load, int64_t n_cols, float eps) {
   const int64_t n4 = n_cols / 4;
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kThreads;
+    const int64_t i = threadIdx.x % kThreads + static_cast<int64_t>(k) * kThreads;
     if (i < n4) ss = __fadd_rn(ss, sum_sq(load(k, i)));
   }
   return inv_rms(block_sum(ss), n_cols, eps);

@@ -39,12 +39,16 @@
 
 namespace wo::quant::dev {
 
-constexpr int kUnitWarps = 8;       // = rms_norm.cuh's 256 threads (the fused norm's partition)
-constexpr int kUnitCtasPerSm = 2;   // launch bounds: up to 128 registers (Q4_K/Q5_K use ~122)
+// One CTA of 16 warps per SM rather than two of 8 (the same warps and registers, up to 128 each):
+// every CTA stages (reads from L2 and quantizes) the whole activation row, so per SM that is done
+// once instead of twice (the H100 phase trace: ~0.8 us for the row's L2 reads, hot lines read by
+// every CTA, and ~1 us of quantizing, between the PDL wait and the first dot).
+constexpr int kUnitWarps = 16;      // two copies of rms_norm.cuh's 256-thread partition (the fused norm)
+constexpr int kUnitCtasPerSm = 1;   // launch bounds: up to 128 registers (Q4_K/Q5_K use ~122)
 constexpr int kUnitStages = 2;      // chunks per warp in shared memory: one computed, one landing
 constexpr int kUnitReduceLanes = 8; // lanes per row in the reduction (fixed: see above)
 constexpr int kUnitMaxRowsPerGroup = 32;
-constexpr size_t kUnitMaxSmem = 112 * 1024; // two CTAs per SM (228 KiB)
+constexpr size_t kUnitMaxSmem = 224 * 1024; // one CTA per SM (227 KiB at most)
 // Weights below this size stay on variant 3: a few rows per lane finish sooner than whole blocks
 // (H100, Q5_0 896x896: 2.5 us against 3.0; at 4864x896, 2.9 MB: 5.1 against 3.7).
 constexpr uint64_t kUnitMinBytes = 1 << 20;
@@ -59,7 +63,7 @@ template <class D> bool unit_weight(int64_t rows, uint64_t row_bytes) {
   return has_unit<D>() && static_cast<uint64_t>(rows) * row_bytes >= kUnitMinBytes;
 }
 
-static_assert(kUnitWarps * 32 == wo::rmsnorm::kThreads,
+static_assert(kUnitWarps * 32 % wo::rmsnorm::kThreads == 0,
               "the fused norm prologue uses rms_norm.cuh's partition");
 
 // Shared memory of the staged activations: hi and lo terms and one 16-byte meta record per 32,
