@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 
 // The grid for p (and seg's stacked weights), or n_groups == 0 when the kernel does not take it:
 // no unit dot for the type, rows not cut into whole units, weights or groups not 4-byte aligned
-// (cp.async), or more shared memory than two CTAs per SM leave.
+// (cp.async), or more shared memory than one CTA per SM may hold (kUnitMaxSmem).
 template <class D> size_t unit_smem_bytes(int64_t cols, int rows_per_group) {
   return unit_stage_bytes(cols) +
          static_cast<size_t>(kUnitWarps) * rows_per_group * (cols / D::QK) * UnitSplit<UnitDot<D>>::value *
