@@ -112,6 +112,7 @@ template <int NT> __device__ __forceinline__ bool resolve(const GemvParams &p, i
 
 // The int8-activation GEMVs (gemv_int8x_kernel, gemv_units_kernel): warps per CTA, grid sizing.
 constexpr int kInt8xWarps = 8;
+constexpr int kInt8xWarpsWide = 32; // one CTA per SM at 64 registers (gemv_int8x_kernel, launch_int8x)
 // CTAs per SM the grid is sized for (one wave; launch bounds cap registers at 64 so they all fit).
 constexpr int kInt8xCtasPerSm = 4;
 constexpr int kInt8xUnroll = 4;          // block parts in flight per lane
@@ -210,7 +211,7 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
 // carries none of the others' registers (Q4_K/Q5_K would spill at the 64-register cap).
 enum class Int8xMode { Plain, Stacked, Swiglu };
 
-static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads,
+static_assert(kInt8xWarps * 32 == wo::rmsnorm::kThreads && kInt8xWarpsWide * 32 % wo::rmsnorm::kThreads == 0,
               "the fused norm prologue uses rms_norm.cuh's partition");
 
 inline unsigned grid_y(int64_t n) {
@@ -266,6 +267,12 @@ inline int device_sm_count() {
 
 // CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
 // once) says otherwise; a tuning switch for measuring on a device.
+// WORKER_INT8X_WIDE=0: the int8x GEMV in 8-warp CTAs only.
+inline bool int8x_wide() {
+  static const bool v = !env_switched_off("WORKER_INT8X_WIDE");
+  return v;
+}
+
 inline int int8x_ctas_per_sm() {
   static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
   return v;

@@ -127,12 +127,12 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // three dependent rounds of loads per warp, and at one warp per row its 896 warps cannot hide
 // them: ~16 us of a ~35 us layer in the decode graph (bench --timeline). ksplit = 1 is the
 // one-warp walk, bit for bit.
-template <class D, Int8xMode M, int kTerms>
-__global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
+template <class D, Int8xMode M, int kTerms, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, kInt8xCtasPerSm *kInt8xWarps / kWarps)
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu, const int ksplit) {
   using X = XDot<D>;
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ float warp_part[2][kInt8xWarps]; // ksplit > 1: the row's warp sums (gate's, up's)
+  __shared__ float warp_part[2][kWarps]; // ksplit > 1: the row's warp sums (gate's, up's)
   auto *hi = reinterpret_cast<int8_t *>(smem);
   int8_t *lo = hi + p.cols;
   auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kInt8xWarps * 32, kInt8xCtasPerSm)
   const XQ xq{hi, lo, scale, sum16};
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int sub = warp % ksplit;                                             // this warp's strips of the row
-  const int rows_per_cta = kInt8xWarps / ksplit;                             // rows a CTA takes per round
+  const int rows_per_cta = kWarps / ksplit;                                  // rows a CTA takes per round
   const int64_t first_row = static_cast<int64_t>(blockIdx.x) * rows_per_cta; // uniform per CTA
   const int64_t row_stride = static_cast<int64_t>(gridDim.x) * rows_per_cta;
   const int64_t n_parts = p.cols / D::QK * X::PARTS;
@@ -374,19 +374,29 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, smem, s, p);
     return true;
   }
-  const int64_t cap = int8x_ctas_per_sm() * device_sm_count();
   const int ksplit = int8x_split(p.cols / D::QK * XDot<D>::PARTS);
-  const int64_t rows_per_cta = kInt8xWarps / ksplit;
+  // More rows than one 8-warp CTA per SM takes: CTAs of kInt8xWarpsWide warps, one per SM, so that
+  // each SM stages x once rather than once per CTA (Qwen's 896 x 4864 Q6_K down projection: 448
+  // CTAs of 2 rows, 3-4 per SM, each staging 4864 activations).
+  const bool wide =
+      int8x_wide() && (p.rows + kInt8xWarps / ksplit - 1) / (kInt8xWarps / ksplit) > device_sm_count();
+  const int warps = wide ? kInt8xWarpsWide : kInt8xWarps;
+  const int64_t cap = wide ? device_sm_count() : int8x_ctas_per_sm() * device_sm_count();
+  const int64_t rows_per_cta = warps / ksplit;
   const int64_t row_ctas = (p.rows + rows_per_cta - 1) / rows_per_cta;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, cap)), grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
   const auto kernel = with_act_terms([&](auto terms) {
     constexpr int kT = decltype(terms)::value;
-    return seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain, kT>
-           : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT>
-                        : gemv_int8x_kernel<D, Int8xMode::Stacked, kT>;
+    constexpr int kW = kInt8xWarps, kV = kInt8xWarpsWide;
+    return seg.n == 0   ? (wide ? gemv_int8x_kernel<D, Int8xMode::Plain, kT, kV>
+                                : gemv_int8x_kernel<D, Int8xMode::Plain, kT, kW>)
+           : seg.swiglu ? (wide ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kV>
+                                : gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>)
+                        : (wide ? gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kV>
+                                : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>);
   });
-  (void)wo::pdl::launch(kernel, grid, kInt8xWarps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu, ksplit);
+  (void)wo::pdl::launch(kernel, grid, warps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu, ksplit);
   return true;
 }
 
