@@ -265,14 +265,15 @@ inline int device_sm_count() {
   return n;
 }
 
-// CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
-// once) says otherwise; a tuning switch for measuring on a device.
-// WORKER_INT8X_WIDE=0: the int8x GEMV in 8-warp CTAs only.
+// Whether a variant-3 GEMV whose rows need more than one 8-warp CTA per SM runs one CTA of
+// kInt8xWarpsWide warps per SM instead (launch_int8x); WORKER_INT8X_WIDE=0: 8-warp CTAs only.
 inline bool int8x_wide() {
   static const bool v = !env_switched_off("WORKER_INT8X_WIDE");
   return v;
 }
 
+// CTAs per SM of the int8 GEMV grid: kInt8xCtasPerSm unless WORKER_INT8X_CTAS_PER_SM (1..8, read
+// once) says otherwise; a tuning switch for measuring on a device.
 inline int int8x_ctas_per_sm() {
   static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
   return v;

@@ -128,7 +128,7 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // them: ~16 us of a ~35 us layer in the decode graph (bench --timeline). ksplit = 1 is the
 // one-warp walk, bit for bit.
 template <class D, Int8xMode M, int kTerms, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, kInt8xCtasPerSm *kInt8xWarps / kWarps)
+__global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) / kWarps)
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu, const int ksplit) {
   using X = XDot<D>;
   extern __shared__ __align__(16) uint8_t smem[];
