@@ -378,23 +378,25 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   // More rows than one 8-warp CTA per SM takes: CTAs of kInt8xWarpsWide warps, one per SM, so that
   // each SM stages x once rather than once per CTA (Qwen's 896 x 4864 Q6_K down projection: 448
   // CTAs of 2 rows, 3-4 per SM, each staging 4864 activations).
-  const bool wide =
-      int8x_wide() && (p.rows + kInt8xWarps / ksplit - 1) / (kInt8xWarps / ksplit) > device_sm_count();
+  const auto ctas_of = [&](int warps) { // CTAs of `warps` warps that the rows need
+    const int64_t rows_per_cta = warps / ksplit;
+    return (p.rows + rows_per_cta - 1) / rows_per_cta;
+  };
+  const bool wide = int8x_wide() && ctas_of(kInt8xWarps) > device_sm_count();
   const int warps = wide ? kInt8xWarpsWide : kInt8xWarps;
   const int64_t cap = wide ? device_sm_count() : int8x_ctas_per_sm() * device_sm_count();
-  const int64_t rows_per_cta = warps / ksplit;
-  const int64_t row_ctas = (p.rows + rows_per_cta - 1) / rows_per_cta;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(row_ctas, cap)), grid_y(problems));
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas_of(warps), cap)), grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
   const auto kernel = with_act_terms([&](auto terms) {
     constexpr int kT = decltype(terms)::value;
-    constexpr int kW = kInt8xWarps, kV = kInt8xWarpsWide;
-    return seg.n == 0   ? (wide ? gemv_int8x_kernel<D, Int8xMode::Plain, kT, kV>
-                                : gemv_int8x_kernel<D, Int8xMode::Plain, kT, kW>)
-           : seg.swiglu ? (wide ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kV>
-                                : gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>)
-                        : (wide ? gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kV>
-                                : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>);
+    const auto of_width = [&](auto width) {
+      constexpr int kW = decltype(width)::value;
+      return seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain, kT, kW>
+             : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>
+                          : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>;
+    };
+    return wide ? of_width(std::integral_constant<int, kInt8xWarpsWide>{})
+                : of_width(std::integral_constant<int, kInt8xWarps>{});
   });
   (void)wo::pdl::launch(kernel, grid, warps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu, ksplit);
   return true;
