@@ -33,6 +33,7 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
+constexpr int kMergeBatch = 8;      // split states a merging thread loads at once
 // Decode's blocks when the runtime cannot say how many the GPU holds (resident_blocks): about eight
 // per SM of a 132-SM H100.
 constexpr int64_t kTargetBlocks = 1056;
@@ -437,19 +438,45 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     }
   }
   __syncthreads();
-  const int hd4 = hd / 4;
-  for (int i = tid; i < G * hd4; i += kThreads) {
-    const int g = i / hd4, d4 = i - g * hd4;
+  // Pass 2: the G heads' n4 output quads, each summed over the states by `parts` threads (states
+  // [p per, (p + 1) per) for part p) whose partial sums then add in part order: every thread's
+  // loads go out together (kMergeBatch at a time), so a merge of up to parts x kMergeBatch states
+  // is one L2 round trip (a loop over r.used, one quad per thread, was ~used / 16 round trips plus
+  // one dependent load per state of the remainder: all of Phi-3's 12). The partial sums go where
+  // the value sums were (red_s holds kWarps x G hd floats; this block's were stored above).
+  const int hd4 = hd / 4, n4 = G * hd4;
+  const int parts = max(1, min(kWarps, kThreads / n4));
+  const int per = (r.used + parts - 1) / parts;
+  const int64_t stride4 = state / 4;
+  float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
+  for (int i = tid; i < parts * n4; i += kThreads) {
+    const int p = i / n4, q4 = i - p * n4, g = q4 / hd4, d4 = q4 - g * hd4;
     const float4 *hg =
         reinterpret_cast<const float4 *>(ws_t + static_cast<int64_t>(g) * k.n_splits * state) + d4;
     const float *eg = e_s + g * kMaxSplits;
-    const int64_t stride4 = state / 4;
+    const int s_hi = min(r.used, (p + 1) * per);
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 16
-    for (int s = 0; s < r.used; ++s) {
-      const float4 a = __ldcg(hg + s * stride4);
-      const float e = eg[s];
-      o.x += a.x * e, o.y += a.y * e, o.z += a.z * e, o.w += a.w * e;
+    for (int s0 = p * per; s0 < s_hi; s0 += kMergeBatch) {
+      float4 a[kMergeBatch];
+#pragma unroll
+      for (int j = 0; j < kMergeBatch; ++j)
+        if (s0 + j < s_hi) a[j] = __ldcg(hg + (s0 + j) * stride4);
+#pragma unroll
+      for (int j = 0; j < kMergeBatch; ++j)
+        if (s0 + j < s_hi) {
+          const float e = eg[s0 + j];
+          o.x += a[j].x * e, o.y += a[j].y * e, o.z += a[j].z * e, o.w += a[j].w * e;
+        }
+    }
+    part_s[i] = o;
+  }
+  __syncthreads();
+  for (int q4 = tid; q4 < n4; q4 += kThreads) {
+    const int g = q4 / hd4, d4 = q4 - g * hd4;
+    float4 o = part_s[q4];
+    for (int p = 1; p < parts; ++p) {
+      const float4 a = part_s[p * n4 + q4];
+      o.x += a.x, o.y += a.y, o.z += a.z, o.w += a.w;
     }
     const float inv = inv_s[g];
     float4 *dst = reinterpret_cast<float4 *>(out + t * k.out_stride + static_cast<int64_t>(h0 + g) * hd) + d4;
@@ -482,6 +509,17 @@ __global__ void __launch_bounds__(kThreads, 6)
   grouped_attention<1, 1>(q, kc, vc, out, k);
 }
 
+// The one-row 64 < hd <= 128 decode instance (Phi-3) held to three blocks per SM: unbounded,
+// ptxas's choice flips between 138 registers (3 blocks) and 128 (4 blocks, 16 splits instead of
+// 12) with unrelated code changes, and at 128 Phi-3 decode lost 1-3% (H100 A/B, this session and
+// an earlier one, docs/perf.md). Bounded it takes 148 and keeps 3 blocks: attention_bench phi3
+// depth 2048 18.74 -> 16.93 us with this session's merge, Phi-3 decode +1% / +2.3% at depth 0 / 2048.
+__global__ void __launch_bounds__(kThreads, 3)
+    attention_grouped_one_row_hd128_kernel(const float *q, const __half *kc, const __half *vc, float *out,
+                                           AttnConsts k) {
+  grouped_attention<1, 2>(q, kc, vc, out, k);
+}
+
 using AttnKernel = void (*)(const float *, const __half *, const __half *, float *, AttnConsts);
 
 // The instance for blocks of `rows` rows of head_dim dimensions.
@@ -493,7 +531,7 @@ template <int kR> AttnKernel kernel_for_rows(int32_t head_dim) {
   } else {
     static_assert(kR == 1, "instance_rows gives 1, 4 or 8 rows");
     return head_dim <= 64    ? attention_grouped_one_row_kernel
-           : head_dim <= 128 ? attention_grouped_kernel<1, 2>
+           : head_dim <= 128 ? attention_grouped_one_row_hd128_kernel
                              : attention_grouped_kernel<1, 4>;
   }
 }
@@ -594,8 +632,17 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   const size_t smem = static_cast<size_t>(L.total) * sizeof(float);
   const int64_t n_blocks = (n_tokens + k.queries_per_block - 1) / k.queries_per_block;
   if (n_blocks > 0x7fffffff) return false;
+  // Launched splits: only those that can hold keys under the call's bounds. A query sees at most
+  // n_kv keys (graph mode: the capture's bound, never below the real count) and at most `window`,
+  // so at most ceil(that / kMinKeysPerSplit) splits are used (visible_keys); the partition still
+  // follows k.n_splits alone, so the bits do not depend on the bound. A decode graph of a short
+  // bucket, or a sliding-window layer, no longer launches (and schedules) empty blocks: Qwen2.5's
+  // 56 splits at a 256-key bucket launch 4.
+  const int64_t max_keys = k.window > 0 ? std::min(k.window, k.n_kv) : k.n_kv;
+  const int64_t launched_splits = std::min<int64_t>(
+      k.n_splits, std::max<int64_t>((max_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1));
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads * k.head_parts),
-                  static_cast<unsigned>(k.n_splits));
+                  static_cast<unsigned>(launched_splits));
   *status = launch(kernel_for(rows, k.head_dim), grid, kThreads, smem, stream, q, k_cache, v_cache, out, k);
   return true;
 }

@@ -67,18 +67,23 @@ __device__ inline float block_max(float v) {
 
 // Whether this block is the last of `n` to arrive at a zero-started counter, for a block that must
 // combine what the others wrote ("the last one merges", no extra kernel). Every thread of the
-// block calls it after its writes; they are made visible before the count, the last block sees
-// the others' (read them through L2), and the last one resets the counter for the next call.
+// block calls it after its writes; the last block sees the others' (read them through L2), and it
+// resets the counter for the next call.
+// Ordering: the barrier orders the block's writes before thread 0's count, whose release (cumulative
+// over what the barrier made it observe) publishes them, and whose acquire in the last block, then
+// that block's barrier, orders the other blocks' writes before its reads. One acq_rel atomic per
+// block instead of a sequentially consistent fence (__threadfence, MEMBAR.SC.GPU) in every thread
+// before the count and again in the last block.
 __device__ inline bool last_block_to_arrive(unsigned *counter, unsigned n) {
   __shared__ int last;
-  __threadfence(); // this block's writes are visible before the counter says so
   __syncthreads();
   if (threadIdx.x == 0) {
-    last = atomicAdd(counter, 1u) == n - 1;
+    unsigned before;
+    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(counter) : "memory");
+    last = before == n - 1;
     if (last) atomicExch(counter, 0u); // every block has counted: ready for the next call
   }
   __syncthreads();
-  if (last) __threadfence();
   return last;
 }
 
