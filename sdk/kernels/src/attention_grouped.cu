@@ -487,7 +487,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 // Instances with 4+ rows and head_dim > 64 run held to 128 registers (4 blocks per SM): Phi-3's
 // prefill (8 rows of 96) took 168 and 3 blocks (2048-token prefill 11.7k -> 12.2k tok/s). Capping
 // the one-row decode instance the same way (80) cost Phi-3 decode 5-12% (its prefetch), and even
-// a bound of one block changes ptxas's choices, so the others get no bound at all.
+// a bound of one block changes ptxas's choices, so an instance gets a bound only where one was
+// measured (the one-row instances below).
 template <int kR, int kPairs>
 __global__ void __launch_bounds__(kThreads)
     attention_grouped_kernel(const float *q, const __half *kc, const __half *vc, float *out, AttnConsts k) {
@@ -511,9 +512,10 @@ __global__ void __launch_bounds__(kThreads, 6)
 
 // The one-row 64 < hd <= 128 decode instance (Phi-3) held to three blocks per SM: unbounded,
 // ptxas's choice flips between 138 registers (3 blocks) and 128 (4 blocks, 16 splits instead of
-// 12) with unrelated code changes, and at 128 Phi-3 decode lost 1-3% (H100 A/B, this session and
-// an earlier one, docs/perf.md). Bounded it takes 148 and keeps 3 blocks: attention_bench phi3
-// depth 2048 18.74 -> 16.93 us with this session's merge, Phi-3 decode +1% / +2.3% at depth 0 / 2048.
+// 12) with unrelated code changes, and at 128 Phi-3 decode lost 1-3% (H100 A/B, the nineteenth
+// session and the seventeenth, docs/perf.md). Bounded it takes 148 and keeps 3 blocks:
+// attention_bench phi3 depth 2048 18.74 -> 16.93 us with the one-round-trip merge, Phi-3 decode
+// +1% / +2.3% at depth 0 / 2048.
 __global__ void __launch_bounds__(kThreads, 3)
     attention_grouped_one_row_hd128_kernel(const float *q, const __half *kc, const __half *vc, float *out,
                                            AttnConsts k) {
