@@ -52,6 +52,14 @@ struct AttnConsts {
 // bytes so the states that follow stay aligned), then the partial states.
 inline int64_t attn_counter_floats(int32_t n_heads) { return (kMaxSplitTokens * n_heads + 3) / 4 * 4; }
 
+// How many splits hold keys for a query that sees `len` keys: ceil(len / kMinKeysPerSplit), at
+// least 1 and at most n_splits. visible_keys partitions by it; the grouped launch sizes its grid by
+// it from the call's bound on len, so every split a query uses is launched.
+__host__ __device__ inline int64_t splits_used(int64_t len, int32_t n_splits) {
+  return min(static_cast<int64_t>(n_splits),
+             max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
+}
+
 // The keys [lo, hi) that split `split` of query t sees, from the real key count (device positions
 // in graph mode), never from the launch's bound: the partition, and so the rounding, of a decode
 // step must not depend on the context bucket a graph was captured for. `used` is how many of the
@@ -71,8 +79,7 @@ __device__ inline KeyRange visible_keys(const AttnConsts &k, int64_t t, int32_t 
   r.used = 1;
   if (k.n_splits > 1) {
     const int64_t len = max(r.hi - r.lo, static_cast<int64_t>(0));
-    const int64_t used = min(static_cast<int64_t>(k.n_splits),
-                             max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
+    const int64_t used = splits_used(len, k.n_splits);
     const int64_t chunk = (len + used - 1) / used;
     r.lo = r.lo + split * chunk;
     r.hi = min(r.hi, r.lo + chunk);

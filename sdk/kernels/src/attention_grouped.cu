@@ -636,13 +636,12 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   if (n_blocks > 0x7fffffff) return false;
   // Launched splits: only those that can hold keys under the call's bounds. A query sees at most
   // n_kv keys (graph mode: the capture's bound, never below the real count) and at most `window`,
-  // so at most ceil(that / kMinKeysPerSplit) splits are used (visible_keys); the partition still
+  // so at most splits_used(that) splits hold keys (visible_keys); the partition still
   // follows k.n_splits alone, so the bits do not depend on the bound. A decode graph of a short
   // bucket, or a sliding-window layer, no longer launches (and schedules) empty blocks: Qwen2.5's
   // 56 splits at a 256-key bucket launch 4.
   const int64_t max_keys = k.window > 0 ? std::min(k.window, k.n_kv) : k.n_kv;
-  const int64_t launched_splits = std::min<int64_t>(
-      k.n_splits, std::max<int64_t>((max_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1));
+  const int64_t launched_splits = splits_used(max_keys, k.n_splits);
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(k.n_kv_heads * k.head_parts),
                   static_cast<unsigned>(launched_splits));
   *status = launch(kernel_for(rows, k.head_dim), grid, kThreads, smem, stream, q, k_cache, v_cache, out, k);
