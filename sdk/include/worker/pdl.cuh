@@ -46,22 +46,42 @@ inline bool enabled() {
   return on;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-serialization attribute.
-// Returns the launch status (also what cudaGetLastError reports next).
+// Shared-memory share (percent of the SM's most) a launch asks for; kDriverCarveout leaves it to the
+// driver, kPreferL1 asks for the smallest configuration that holds one block.
+constexpr int kDriverCarveout = -1;
+constexpr int kPreferL1 = 0;
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-serialization attribute
+// and, unless kDriverCarveout, a preferred shared-memory carveout. Returns the launch status (also
+// what cudaGetLastError reports next).
 template <class... Params, class... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   Args &&...args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+cudaError_t launch_carveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                            cudaStream_t stream, Args &&...args) {
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (enabled()) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (carveout != kDriverCarveout) {
+    attrs[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attrs[n++].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = enabled() ? 1 : 0;
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   Args &&...args) {
+  return pdl::launch_carveout(kDriverCarveout, kernel, grid, block, smem, stream,
+                              std::forward<Args>(args)...);
 }
 
 } // namespace wo::pdl

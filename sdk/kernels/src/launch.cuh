@@ -31,6 +31,14 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
   const cudaError_t e = wo::pdl::launch(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
   return e != cudaSuccess ? e : launched();
 }
+// The same with a preferred shared-memory carveout (wo::pdl::kPreferL1, ...).
+template <class... Params, class... Args>
+cudaError_t launch_carveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                            cudaStream_t stream, Args &&...args) {
+  const cudaError_t e =
+      wo::pdl::launch_carveout(carveout, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  return e != cudaSuccess ? e : launched();
+}
 
 __device__ inline float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1)

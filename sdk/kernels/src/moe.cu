@@ -2,6 +2,7 @@
 // and the weighted combination of the experts' outputs.
 #include "launch.cuh"
 
+#include <worker/env_switch.hpp>
 #include <worker/kernels.hpp>
 
 namespace wo::kernels {
@@ -235,6 +236,13 @@ cudaError_t weighted_sum_slots(const float *y, const float *w, float *out, int64
                         stream, y, w, out, n_tokens, k, n_cols, accumulate, bias, ids, settled);
 }
 
+namespace {
+bool route_prefers_l1() {
+  static const bool on = !wo::env_switched_off("WORKER_ROUTE_L1");
+  return on;
+}
+} // namespace
+
 bool moe_route_fits(const MoeRoute &r) {
   const auto al = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   return r.x && r.norm_w && r.w && r.h && r.logits && r.ids && r.weights && r.counter && al(r.x) &&
@@ -247,8 +255,15 @@ cudaError_t moe_route(const MoeRoute &r, cudaStream_t stream) {
   if (!moe_route_fits(r)) return cudaErrorInvalidValue;
   const size_t smem = static_cast<size_t>(r.n_embd) * sizeof(float);
   const auto grid = static_cast<unsigned>(r.n_expert);
-  if (r.n_expert <= 32) return detail::launch(moe_route_kernel<1>, grid, kRouteThreads, smem, stream, r);
-  return detail::launch(moe_route_kernel<4>, grid, kRouteThreads, smem, stream, r);
+  // A block per expert (gpt-oss: 32; up to 128, so one per SM on an H100): the smallest
+  // shared-memory configuration that holds a block, the rest L1. With the driver's choice its exposed
+  // time in the decode step was 4.24-4.31 us, with this 3.67-3.72 (H100 timeline, GPT-OSS at depth
+  // 0 and 2048; why is not known, docs/perf.md, twentieth session). WORKER_ROUTE_L1=0: the driver's
+  // choice, for A/B runs.
+  const int carveout = route_prefers_l1() ? wo::pdl::kPreferL1 : wo::pdl::kDriverCarveout;
+  if (r.n_expert <= 32)
+    return detail::launch_carveout(carveout, moe_route_kernel<1>, grid, kRouteThreads, smem, stream, r);
+  return detail::launch_carveout(carveout, moe_route_kernel<4>, grid, kRouteThreads, smem, stream, r);
 }
 
 } // namespace wo::kernels
