@@ -23,21 +23,22 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
 // Launch status without synchronizing (decode steps must stay capturable).
 inline cudaError_t launched() { return cudaGetLastError(); }
 
-// Every kernel here starts with pdl::enter() and is launched through this: a programmatic
+// Every kernel here starts with pdl::enter() and is launched through these: a programmatic
 // dependent launch (worker/pdl.cuh), then its failure, or else whatever launched() reports.
-template <class... Params, class... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   Args &&...args) {
-  const cudaError_t e = wo::pdl::launch(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
-  return e != cudaSuccess ? e : launched();
-}
-// The same with a preferred shared-memory carveout (wo::pdl::kPreferL1, ...).
+// launch_carveout also asks for a shared-memory carveout (wo::pdl::kPreferL1); launch leaves it to
+// the driver (kDriverCarveout).
 template <class... Params, class... Args>
 cudaError_t launch_carveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                             cudaStream_t stream, Args &&...args) {
   const cudaError_t e =
       wo::pdl::launch_carveout(carveout, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
   return e != cudaSuccess ? e : launched();
+}
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   Args &&...args) {
+  return detail::launch_carveout(wo::pdl::kDriverCarveout, kernel, grid, block, smem, stream,
+                                 std::forward<Args>(args)...);
 }
 
 __device__ inline float warp_sum(float v) {
