@@ -199,6 +199,7 @@ void Engine::Impl::load(const EngineOptions &o) {
   if (env_is("WORKER_LINEAR_MULTI", "0")) opts.linear_multi = false;
   if (env_is("WORKER_LINEAR_SWIGLU", "0")) opts.linear_swiglu = false;
   if (env_is("WORKER_LINEAR_FUSED", "0")) opts.linear_fused = false;
+  if (env_is("WORKER_MIXED_STACK", "0")) opts.mixed_stack = false;
   if (env_is("WORKER_LINEAR_GLU", "1")) opts.linear_glu = true;
   if (env_is("WORKER_LINEAR_ID_GLU", "0")) opts.linear_id_glu = false;
   if (env_is("WORKER_ARCH_UNFUSED", "1")) opts.arch_flags |= WO_ARCH_UNFUSED;

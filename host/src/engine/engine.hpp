@@ -69,6 +69,11 @@ struct EngineOptions {
   // WORKER_LINEAR_FUSED=0) answers WO_ERR_UNSUPPORTED and the architecture runs the separate
   // kernels, which compute the same bits (a debugging switch).
   bool linear_fused = true;
+  // linear_fused's WO_LINEAR_STACK over weights of two types of one codec (SDK 1.8; Qwen2.5's
+  // Q5_0 q, k and Q8_0 v in one launch instead of two) for codecs built against 1.8 or later;
+  // false (or WORKER_MIXED_STACK=0) answers WO_ERR_UNSUPPORTED for such a stack and the
+  // architecture runs one pass per run of one type (the same bits), a debugging switch.
+  bool mixed_stack = true;
   // linear_fused's op WO_LINEAR_GLU (SDK 1.5: the SwiGLU folded into the down projection's
   // staging, the same bits as the swiglu kernel first); false answers WO_ERR_UNSUPPORTED. Correct
   // on the H100 (GPU tests pass) but slower: every CTA recomputes silu over the whole row (H100,

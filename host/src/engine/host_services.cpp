@@ -233,7 +233,9 @@ wo_status host_linear_id_glu(void *ctx, const wo_tensor *gate, const wo_tensor *
 
 // The codec's fused pass when every weight routes to one codec with one type and it has one, and the
 // switches allow it (linear_fused; for several weights linear_multi; for SwiGLU linear_swiglu);
-// otherwise WO_ERR_UNSUPPORTED with nothing enqueued (the architecture runs the separate steps).
+// a stack of several types too when they all route to one codec built against SDK 1.8 or later
+// (mixed_stack); otherwise WO_ERR_UNSUPPORTED with nothing enqueued (the architecture runs the
+// separate steps).
 wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
                             wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion) {
@@ -250,11 +252,18 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
         std::to_string(n) + (fusion ? "" : " and no fusion");
     return WO_ERR_INVALID_ARGUMENT;
   }
+  bool mixed = false;
   for (int32_t i = 1; i < n; ++i)
-    if (w[i]->ggml_type != w[0]->ggml_type) return WO_ERR_UNSUPPORTED;
+    mixed = mixed || w[i]->ggml_type != w[0]->ggml_type;
+  if (mixed && (op != WO_LINEAR_STACK || !e.opts.mixed_stack)) return WO_ERR_UNSUPPORTED;
   const QuantRoute *q = nullptr;
   return codec_call(e, q, [&]() -> wo_status {
     q = &e.route(w[0], "linear_fused");
+    if (mixed) { // a 1.7 codec may take every weight for w[0]'s type: 1.8 promises it does not
+      if (q->abi_minor < 8) return WO_ERR_UNSUPPORTED;
+      for (int32_t i = 1; i < n; ++i)
+        if (e.route(w[i], "linear_fused").vt != q->vt) return WO_ERR_UNSUPPORTED;
+    }
     if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_fused) || !q->vt->linear_fused)
       return WO_ERR_UNSUPPORTED;
     if (op == WO_LINEAR_GLU && q->abi_minor < 5) return WO_ERR_UNSUPPORTED; // a 1.4 codec knows no GLU

@@ -49,11 +49,12 @@ struct Shape {
   uint64_t row_bytes;
 };
 
-Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool experts) {
+// w's shape, w being of `type` (the kernels it was routed to).
+Shape weight_shape_as(uint32_t type, const wo_tensor *w, const char *op, bool experts) {
   if (!w) throw Error(WO_ERR_INVALID_ARGUMENT, std::string(op) + ": weight tensor is NULL");
-  if (w->ggml_type != ops.type)
+  if (w->ggml_type != type)
     throw Error(WO_ERR_INTERNAL,
-                std::string(op) + ": " + describe(w) + " routed to the " + type_label(ops.type) + " kernels");
+                std::string(op) + ": " + describe(w) + " routed to the " + type_label(type) + " kernels");
   if (!w->data)
     throw Error(WO_ERR_INVALID_ARGUMENT,
                 std::string(op) + ": " + describe(w) + " has no device copy (data is NULL)");
@@ -68,6 +69,10 @@ Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool 
                                    " is smaller than a row (" +
                                    std::to_string(wo::ggml::row_bytes(w->ggml_type, s.cols)) + " bytes)");
   return s;
+}
+
+Shape weight_shape(const TypeOps &ops, const wo_tensor *w, const char *op, bool experts) {
+  return weight_shape_as(ops.type, w, op, experts);
 }
 
 void check_dtype(wo_dtype t, const char *what, const char *op) {
@@ -359,15 +364,23 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
     return false;
   if (fu.glu_up && reinterpret_cast<uintptr_t>(fu.glu_up) % 16 != 0) return false; // float4 loads
   Segments seg;
-  Shape first{};
+  Shape first{}, first_alt{};
   for (int32_t i = 0; i < n; ++i) {
-    if (w[i]->ggml_type != ops.type) return false; // the host routes mixed types one by one
-    const Shape sh = weight_shape(ops, w[i], op_name, false);
+    // A stack of ops' type, which may end in a run of its partner type (SDK 1.8: one launch for
+    // Qwen2.5's Q5_0 q, k and Q8_0 v); any other mix runs apart.
+    const bool alt = w[i]->ggml_type != ops.type;
+    if (alt && (i == 0 || op != WO_LINEAR_STACK || ops.stack_partner == kNoStackPartner ||
+                w[i]->ggml_type != ops.stack_partner))
+      return false;
+    if (!alt && seg.alt < i) return false; // the first type after the partner's run
+    const Shape sh = weight_shape_as(alt ? ops.stack_partner : ops.type, w[i], op_name, false);
+    if (alt && seg.alt > i) seg.alt = i, seg.alt_row_bytes = sh.row_bytes, first_alt = sh;
+    const Shape &like = alt ? first_alt : first;
     if (i == 0)
       first = sh;
-    else if (sh.cols != first.cols || sh.row_bytes != first.row_bytes || (swiglu && sh.rows != first.rows))
+    else if (sh.cols != first.cols || sh.row_bytes != like.row_bytes || (swiglu && sh.rows != first.rows))
       return false;
-    if (!vector_path(ops, sh.cols)) return false;
+    if (!alt && !vector_path(ops, sh.cols)) return false;
     seg.w[i] = static_cast<const uint8_t *>(w[i]->data);
     seg.end[i] = (i ? seg.end[i - 1] : 0) + sh.rows;
     if (swiglu) continue; // one output: y[0]

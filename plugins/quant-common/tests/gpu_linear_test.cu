@@ -963,6 +963,86 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
     }
 }
 
+// linear_fused over a stack of two types (SDK 1.8): every pair of this codec's block types, in
+// the order of a q/k/v stack ({a, a, b}) and out of it ({b, a, a}, {a, b, a}), at Qwen2.5-0.5B's
+// q/k/v shape and a larger one. A stack the codec takes gives exactly the bits of the norm kernel
+// and one linear per weight; one it declines answers WO_ERR_UNSUPPORTED with nothing written.
+// Qwen2.5-0.5B's Q4_K_M stack (Q5_0 q and k, Q8_0 v at 896 columns) must be taken: it is what the
+// mixed pass exists for (one launch instead of two per layer).
+TEST_F(GpuCodec, LinearFusedMixedStackEqualsItsRunsOrDeclines) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
+  if (const char *v = non_default_gemv())
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": only variants 3 and 5 have the fused pass";
+  const cudaStream_t s = dev->stream();
+  std::vector<uint32_t> block_types;
+  for (uint32_t type : kPlugin.types)
+    if (wo::ggml::type_info(type)->block_elems > 1) block_types.push_back(type);
+  int taken = 0, qwen_taken = 0;
+  for (const LaunchCase &lc : kLaunchCases)
+    for (uint32_t a : block_types)
+      for (uint32_t b : block_types) {
+        const int64_t cols = valid_cols(a, lc.cols);
+        if (a == b || valid_cols(b, lc.cols) != cols) continue; // one row length for the stack
+        const auto xf = normal_floats(static_cast<size_t>(cols), rng(), 3.0f);
+        const auto gf = normal_floats(static_cast<size_t>(cols), rng());
+        DeviceArray<float> x(cols), g(cols), h(cols);
+        x.upload(xf.data(), xf.size());
+        g.upload(gf.data(), gf.size());
+        wo_linear_fusion norm{};
+        norm.struct_size = sizeof norm;
+        norm.norm_weight = g.get();
+        norm.norm_eps = 1e-6f;
+        ASSERT_EQ(wo::kernels::rms_norm(x.get(), g.get(), h.get(), 1, cols, norm.norm_eps, s), cudaSuccess);
+        const uint32_t orders[3][3] = {{a, a, b}, {b, a, a}, {a, b, a}};
+        for (const auto &types : orders) {
+          const std::string what = std::string(wo::ggml::type_name(types[0])) + "," +
+                                   wo::ggml::type_name(types[1]) + "," + wo::ggml::type_name(types[2]) +
+                                   " x " + std::to_string(cols);
+          std::unique_ptr<DeviceArray<uint8_t>> w[3];
+          std::unique_ptr<DeviceArray<float>> y[3], ref[3];
+          wo_tensor t[3];
+          const wo_tensor *tw[3];
+          void *ty[3];
+          for (int i = 0; i < 3; ++i) {
+            const int64_t rows = lc.rows[i];
+            const auto raw = random_blocks(types[i], rows, cols, rng());
+            w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+            w[i]->upload(raw.data(), raw.size());
+            y[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(rows));
+            ref[i] = std::make_unique<DeviceArray<float>>(static_cast<size_t>(rows));
+            const std::vector<float> sentinel(static_cast<size_t>(rows), 7.0f);
+            y[i]->upload(sentinel.data(), sentinel.size());
+            t[i] = make_tensor(types[i], w[i]->get(), cols, rows);
+            tw[i] = &t[i];
+            ty[i] = y[i]->get();
+          }
+          const wo_status st = q->linear_fused(dev->host(), WO_LINEAR_STACK, 3, tw, x.get(), WO_DTYPE_F32, ty,
+                                               WO_DTYPE_F32, 1, &norm);
+          ASSERT_TRUE(st == WO_OK || st == WO_ERR_UNSUPPORTED) << what << ": " << q->last_error();
+          const bool qwen = lc.cols == 896 && types[0] == wo::ggml::Q5_0 && types[1] == wo::ggml::Q5_0 &&
+                            types[2] == wo::ggml::Q8_0;
+          if (qwen) EXPECT_EQ(st, WO_OK) << what << ": Qwen2.5's mixed q/k/v must run in one pass";
+          for (int i = 0; i < 3; ++i)
+            ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i]->get(), WO_DTYPE_F32, 1),
+                      WO_OK)
+                << what << ": " << q->last_error();
+          dev->sync();
+          for (int i = 0; i < 3; ++i) {
+            const auto got = y[i]->download(lc.rows[i]);
+            if (st == WO_OK)
+              EXPECT_EQ(got, ref[i]->download(lc.rows[i]))
+                  << what << ", weight " << i << ": one pass differs";
+            else
+              EXPECT_EQ(got, std::vector<float>(got.size(), 7.0f))
+                  << what << ": declined but wrote weight " << i;
+          }
+          taken += st == WO_OK;
+          qwen_taken += qwen && st == WO_OK;
+        }
+      }
+  std::printf("[ mixed    ] %d stacks taken in one pass (Qwen2.5's: %d)\n", taken, qwen_taken);
+}
+
 TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {
   const uint32_t type = kPlugin.types.back();
   const int64_t rows = 1000, cols = valid_cols(type, 1024);

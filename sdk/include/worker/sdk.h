@@ -28,9 +28,9 @@ extern "C" {
 
 #define WORKER_SDK_ABI_MAJOR 1u
 #define WORKER_SDK_ABI_MINOR                                                                                 \
-  7u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+  8u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
         1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled;              \
-        1.7: linear_id_glu, wo_expert_glu */
+        1.7: linear_id_glu, wo_expert_glu; 1.8: linear_fused stacks of mixed types */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -210,7 +210,9 @@ struct wo_host {
    * pass (see wo_linear_fusion): op WO_LINEAR_STACK is linear_multi (n = 1: linear), op
    * WO_LINEAR_SWIGLU is linear_swiglu (n = 2, w = {gate, up}, output y[0]). `fusion` may be NULL
    * (nothing folded). Optional: WO_ERR_UNSUPPORTED with nothing enqueued when no single pass serves
-   * the request (another n_tokens, type or shape); the caller then runs the steps itself. */
+   * the request (another n_tokens, type or shape); the caller then runs the steps itself. From 1.8
+   * a WO_LINEAR_STACK may mix types (q and k of one type, v of another), for codecs that have such
+   * a pass. */
   wo_status (*linear_fused)(void *ctx, int32_t op, int32_t n, const wo_tensor *const *w, const void *x,
                             wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion);
@@ -379,7 +381,10 @@ typedef struct wo_quant_v1 {
                              wo_dtype x_type, void *y, wo_dtype y_type, int64_t n_tokens);
 
   /* 1.4, optional (may be NULL or absent): wo_host.linear_fused for weights of this codec's types.
-   * WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for the request. */
+   * WO_ERR_UNSUPPORTED (nothing enqueued) when the codec has no single pass for the request.
+   * 1.8: a WO_LINEAR_STACK's weights may have different types (all of this codec's); a codec built
+   * against 1.8 or later checks every weight's type and declines a mix it has no pass for. The
+   * host sends such stacks only to those codecs. */
   wo_status (*linear_fused)(const wo_host *host, int32_t op, int32_t n, const wo_tensor *const *w,
                             const void *x, wo_dtype x_type, void *const *y, wo_dtype y_type, int64_t n_tokens,
                             const wo_linear_fusion *fusion);

@@ -39,6 +39,8 @@ constexpr int64_t kGroupMaxExperts = 4096;
 // rows [end[i-1], end[i]) (end[-1] = 0) are weight i's, read from w[i] and written to y[i].
 // linear_swiglu (swiglu set, n = 2): w[0] is gate and w[1] up, one shape; row r of the output
 // (GemvParams::y) is silu(gate_r . x) * (up_r . x), both dots in the same warp.
+// A mixed stack (linear_fused, SDK 1.8): segments [alt, n) are of the type's stack partner
+// (TypeOps::stack_partner), with rows of alt_row_bytes; GemvParams::row_bytes is the first type's.
 constexpr int kMaxSegments = WO_LINEAR_MULTI_MAX;
 struct Segments {
   int n = 0; // 0: a single weight (GemvParams::w and y)
@@ -46,6 +48,10 @@ struct Segments {
   const uint8_t *w[kMaxSegments] = {};
   void *y[kMaxSegments] = {};
   int64_t end[kMaxSegments] = {};
+  // (last: the fields above keep the offsets the kernels were tuned with)
+  int alt = kMaxSegments; // the first segment of the partner type; kMaxSegments (or n): none
+  uint64_t alt_row_bytes = 0;
+  bool mixed() const { return alt < n; }
 };
 
 // linear_fused's prologue and epilogue for the one-token int8 GEMV (see wo_linear_fusion): the
@@ -120,7 +126,11 @@ struct TypeOps {
   // prologue and epilogue, in one launch; false (nothing launched) when this type or shape has no
   // such kernel (the caller then takes another path).
   bool (*gemv_multi)(const GemvParams &p, const Segments &seg, const Fusion &fusion, void *stream);
+  // The second type a stack of this type may end with in gemv_multi's one launch (Segments::alt);
+  // kNoStackPartner: none.
+  uint32_t stack_partner;
 };
+constexpr uint32_t kNoStackPartner = 0xffffffffu;
 
 // The wo_quant_v1 GPU entry points on one type's ops. Throw wo::Error.
 void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const void *x, wo_dtype x_type,

@@ -56,6 +56,9 @@ __device__ __forceinline__ int64_t problem_x_off(const GemvParams &p, int64_t pr
   return (t * p.x_slots + (p.x_slots == 1 ? 0 : k)) * p.cols;
 }
 
+// A type as a value, for generic lambdas that take the block decoder they run (a mixed stack's rows).
+template <class T> struct TypeTag { using type = T; };
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
@@ -66,17 +69,26 @@ __device__ __forceinline__ float warp_sum(float v) {
 // linear_multi's row `row` of the stacked weights: its weight row, output array and index there.
 // Unrolled selects with constant indices: a loop with a variable index into the kernel parameter
 // made ptxas copy all of Segments to a per-thread stack (104 bytes) in every GEMV launch.
+// kMixed (a stack that ends in its type's partner, Segments::alt): `alt` says whether the row is
+// the partner's, whose rows are seg.alt_row_bytes long; without it the selects are the old ones.
+template <bool kMixed = false>
 __device__ __forceinline__ const uint8_t *segment_row(const Segments &seg, uint64_t row_bytes, int64_t row,
-                                                      void *&y, int64_t &yi) {
+                                                      void *&y, int64_t &yi, bool *alt = nullptr) {
   const uint8_t *w = seg.w[0];
   void *out = seg.y[0];
   int64_t first = 0;
+  bool in_alt = false;
 #pragma unroll
   for (int s = 1; s < kMaxSegments; ++s)
-    if (s < seg.n && row >= seg.end[s - 1]) w = seg.w[s], out = seg.y[s], first = seg.end[s - 1];
+    if (s < seg.n && row >= seg.end[s - 1]) {
+      w = seg.w[s], out = seg.y[s], first = seg.end[s - 1];
+      if (kMixed) in_alt = s >= seg.alt;
+    }
   y = out;
   yi = row - first;
-  return w + yi * row_bytes;
+  if (!kMixed) return w + yi * row_bytes;
+  *alt = in_alt;
+  return w + yi * (in_alt ? seg.alt_row_bytes : row_bytes);
 }
 
 // Resolves problem `prob` into (weight matrix, x offset, y offset, tokens). False when past the end.

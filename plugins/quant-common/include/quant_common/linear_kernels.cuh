@@ -127,10 +127,14 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // three dependent rounds of loads per warp, and at one warp per row its 896 warps cannot hide
 // them: ~16 us of a ~35 us layer in the decode graph (bench --timeline). ksplit = 1 is the
 // one-warp walk, bit for bit.
-template <class D, Int8xMode M, int kTerms, int kWarps>
+// DB != D (Stacked only): a mixed stack whose segments from seg.alt on are of type DB (Qwen2.5's
+// Q5_0 q and k with a Q8_0 v); a warp's row is of one type, so the branch is uniform per warp, and
+// each row's dot is the one its type's own launch computes (the same staging, split and sum).
+template <class D, Int8xMode M, int kTerms, int kWarps, class DB = D>
 __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) / kWarps)
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu, const int ksplit) {
-  using X = XDot<D>;
+  constexpr bool kMixed = !std::is_same_v<D, DB>;
+  static_assert(!kMixed || M == Int8xMode::Stacked, "a mixed stack is a Stacked pass");
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float warp_part[2][kWarps]; // ksplit > 1: the row's warp sums (gate's, up's)
   auto *hi = reinterpret_cast<int8_t *>(smem);
@@ -143,17 +147,19 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
   const int rows_per_cta = kWarps / ksplit;                                  // rows a CTA takes per round
   const int64_t first_row = static_cast<int64_t>(blockIdx.x) * rows_per_cta; // uniform per CTA
   const int64_t row_stride = static_cast<int64_t>(gridDim.x) * rows_per_cta;
-  const int64_t n_parts = p.cols / D::QK * X::PARTS;
+  const int64_t n_parts_d = p.cols / D::QK * XDot<D>::PARTS; // (a mixed stack's rows: per type)
   // Launched with pdl::launch: while the previous kernel finishes, ask L2 for each warp's first
   // row (plain linear only: an expert's rows depend on ids an earlier kernel writes).
   if (!p.ids) {
     const int64_t row = first_row + warp / ksplit;
     void *y;
     int64_t yi;
-    const uint8_t *w =
-        M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : p.w + row * p.row_bytes;
+    bool alt = false;
+    const uint8_t *w = M == Int8xMode::Stacked ? segment_row<kMixed>(seg, p.row_bytes, row, y, yi, &alt)
+                                               : p.w + row * p.row_bytes;
+    const uint64_t row_bytes = kMixed && alt ? seg.alt_row_bytes : p.row_bytes;
     if (row < p.rows)
-      for (uint64_t off = static_cast<uint64_t>(sub * 32 + lane) * 128; off < p.row_bytes;
+      for (uint64_t off = static_cast<uint64_t>(sub * 32 + lane) * 128; off < row_bytes;
            off += static_cast<uint64_t>(ksplit) * 32 * 128) {
         wo::pdl::prefetch_l2(w + off);
         if (M == Int8xMode::Swiglu) wo::pdl::prefetch_l2(seg.w[1] + row * p.row_bytes + off);
@@ -183,29 +189,33 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
       }
       void *y = p.y;
       int64_t yi = q.y_off + row;
-      const uint8_t *w =
-          M == Int8xMode::Stacked ? segment_row(seg, p.row_bytes, row, y, yi) : q.w + row * p.row_bytes;
-      // The warp's dot of weight row wr with the staged x: its strips of 32 parts, kInt8xUnroll
-      // parts per lane per step, all loads issued before any is used: rows are short (896 columns
-      // = 112 Q8_0 parts), so a lane past the end re-reads the last part (an L1 hit) and drops it
-      // instead of leaving a remainder loop that serializes the loads.
+      bool alt = false;
+      const uint8_t *w = M == Int8xMode::Stacked ? segment_row<kMixed>(seg, p.row_bytes, row, y, yi, &alt)
+                                                 : q.w + row * p.row_bytes;
+      // The warp's dot of weight row wr (of type decltype(tag)::type) with the staged x: its strips
+      // of 32 parts, kInt8xUnroll parts per lane per step, all loads issued before any is used:
+      // rows are short (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last
+      // part (an L1 hit) and drops it instead of leaving a remainder loop that serializes the loads.
       const int64_t step = static_cast<int64_t>(32) * ksplit;
-      const auto row_dot = [&](const uint8_t *wr) {
+      const auto row_dot = [&](auto tag, const uint8_t *wr) {
+        using T = typename decltype(tag)::type;
+        using X = XDot<T>;
+        const int64_t n_parts = kMixed ? p.cols / T::QK * X::PARTS : n_parts_d;
         float acc = 0.0f;
         for (int64_t i0 = 32 * sub + lane; i0 < n_parts; i0 += step * kInt8xUnroll) {
 #pragma unroll
           for (int u = 0; u < kInt8xUnroll; ++u) {
             const int64_t i = min(i0 + step * u, n_parts - 1);
             const int64_t blk = i / X::PARTS;
-            const float v = X::template dot<kTerms>(wr + blk * D::BYTES, static_cast<int>(i % X::PARTS), xq,
-                                                    blk * (D::QK / 32));
+            const float v = X::template dot<kTerms>(wr + blk * T::BYTES, static_cast<int>(i % X::PARTS), xq,
+                                                    blk * (T::QK / 32));
             acc += i0 + step * u < n_parts ? v : 0.0f;
           }
         }
         return warp_sum(acc);
       };
-      float acc = row_dot(w);
-      float up = M == Int8xMode::Swiglu ? row_dot(seg.w[1] + row * p.row_bytes) : 0.0f;
+      float acc = kMixed && alt ? row_dot(TypeTag<DB>{}, w) : row_dot(TypeTag<D>{}, w);
+      float up = M == Int8xMode::Swiglu ? row_dot(TypeTag<D>{}, seg.w[1] + row * p.row_bytes) : 0.0f;
       if (ksplit > 1) { // the row's warp sums in warp order (gate's and up's alike)
         if (lane == 0) warp_part[0][warp] = acc, warp_part[1][warp] = up;
         __syncthreads();
@@ -345,15 +355,28 @@ template <class D> __global__ void dequant_scalar_kernel(const DequantParams p) 
 }
 
 // False (nothing launched) when the int8 kernel cannot take the shape: too many columns for the
-// shared-memory stage, or 16-byte loads that the weight's alignment does not allow.
-template <class D>
+// shared-memory stage, or 16-byte loads that the weight's alignment does not allow; for a mixed
+// stack (DB, seg.alt) also two types that split their rows differently (each row must be split as
+// its type's own launch splits it, for the same bits).
+template <class D, class DB = D>
 bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
+  constexpr bool kMixed = !std::is_same_v<D, DB>;
   if (p.cols > kInt8xMaxCols || p.cols % 32 != 0) return false;
+  if (kMixed && (!seg.mixed() || seg.swiglu || seg.alt < 1)) return false;
   if (XDot<D>::kAligned16) {
     if (reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0)
       return false;
-    for (int i = 0; i < seg.n; ++i)
+    for (int i = 0; i < (kMixed ? seg.alt : seg.n); ++i)
       if (reinterpret_cast<uintptr_t>(seg.w[i]) % 16 != 0) return false;
+  }
+  if constexpr (kMixed) {
+    if (XDot<DB>::kAligned16) {
+      if (seg.alt_row_bytes % 16 != 0) return false;
+      for (int i = seg.alt; i < seg.n; ++i)
+        if (reinterpret_cast<uintptr_t>(seg.w[i]) % 16 != 0) return false;
+    }
+    if (int8x_split(p.cols / D::QK * XDot<D>::PARTS) != int8x_split(p.cols / DB::QK * XDot<DB>::PARTS))
+      return false;
   }
   const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
   if (gemv_variant() == 4 && seg.n == 0 &&
@@ -382,7 +405,10 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     const int64_t rows_per_cta = warps / ksplit;
     return (p.rows + rows_per_cta - 1) / rows_per_cta;
   };
-  const bool wide = int8x_wide() && ctas_of(kInt8xWarps) > device_sm_count();
+  // Wide only while its CTAs still cover 3/4 of the SMs: a stack of 1152 rows of one warp each (Qwen2.5's
+  // mixed q/k/v) would otherwise run 36 CTAs on 36 SMs instead of 144 over all of them.
+  const bool wide = int8x_wide() && ctas_of(kInt8xWarps) > device_sm_count() &&
+                    4 * ctas_of(kInt8xWarpsWide) >= 3 * device_sm_count();
   const int warps = wide ? kInt8xWarpsWide : kInt8xWarps;
   const int64_t cap = wide ? device_sm_count() : int8x_ctas_per_sm() * device_sm_count();
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas_of(warps), cap)), grid_y(problems));
@@ -391,9 +417,12 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     constexpr int kT = decltype(terms)::value;
     const auto of_width = [&](auto width) {
       constexpr int kW = decltype(width)::value;
-      return seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain, kT, kW>
-             : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>
-                          : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>;
+      if constexpr (kMixed)
+        return gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW, DB>;
+      else
+        return seg.n == 0   ? gemv_int8x_kernel<D, Int8xMode::Plain, kT, kW>
+               : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>
+                            : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>;
     };
     return wide ? of_width(std::integral_constant<int, kInt8xWarpsWide>{})
                 : of_width(std::integral_constant<int, kInt8xWarps>{});
@@ -428,16 +457,49 @@ template <class D> void launch_gemv(const GemvParams &p, int nt, void *stream) {
   }
 }
 
+// The second type a stack of type D may end with in one launch (Segments::alt; linear_fused, SDK
+// 1.8), or void. Only pairs a quantizer writes and a measurement backs: llama.cpp's Q4_K_M of a
+// model whose rows are not a multiple of 256 (Qwen2.5-0.5B, 896 columns) stores q and k as Q5_0
+// and v as Q8_0 in half of the layers, which took two launches per layer (the v pass ~3.5 us).
+template <class D> struct StackPartner { using type = void; };
+template <> struct StackPartner<DecQ5_0> { using type = DecQ8_0; };
+template <class D> constexpr uint32_t stack_partner_type() {
+  if constexpr (std::is_void_v<typename StackPartner<D>::type>)
+    return kNoStackPartner;
+  else
+    return StackPartner<D>::type::kType;
+}
+
+// A mixed stack in one launch: variant 3's kernel with both types' dots, where no segment is
+// variant 5's (a stack goes to one kernel; variant 5 would be another kernel for its segments).
+template <class D>
+bool launch_gemv_multi_mixed(const GemvParams &p, const Segments &seg, const Fusion &fu, cudaStream_t s) {
+  using DB = typename StackPartner<D>::type;
+  if constexpr (std::is_void_v<DB>) {
+    return false;
+  } else {
+    if (p.ids || seg.swiglu || (gemv_variant() != 3 && gemv_variant() != 5)) return false;
+    if (gemv_variant() == 5)
+      for (int i = 0; i < seg.n; ++i) {
+        const int64_t rows = seg.end[i] - (i ? seg.end[i - 1] : 0);
+        if (i < seg.alt ? unit_weight<D>(rows, p.row_bytes) : unit_weight<DB>(rows, seg.alt_row_bytes))
+          return false;
+      }
+    return launch_int8x<D, DB>(p, s, seg, fu);
+  }
+}
+
 // linear_multi's, linear_swiglu's and linear_fused's one launch: the int8 GEMV (variant 5 for the
 // types with unit dots, else variant 3) reads the stacked weights' rows (variant 3 also gate's and
-// up's rows in one warp) or one weight, with the fusion's prologue and epilogue; every other kernel
-// and type declines.
+// up's rows in one warp, or a stack that ends in the type's partner) or one weight, with the
+// fusion's prologue and epilogue; every other kernel and type declines.
 template <class D>
 bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &fu, void *stream) {
   if constexpr (has_xdot<D>()) {
     // (with ids: linear_id_glu, variant 5 only)
     if (p.n_tokens != 1 || (p.ids && !seg.swiglu) || (seg.n == 0 && !fu.any())) return false;
     const auto s = static_cast<cudaStream_t>(stream);
+    if (seg.mixed()) return launch_gemv_multi_mixed<D>(p, seg, fu, s);
     // Variant 5 where each weight alone would run it, variant 3 where none would; a mixed stack, or
     // a stack variant 5 declines, goes back to the host, whose separate linears then sum each row
     // in the order this launch would have.

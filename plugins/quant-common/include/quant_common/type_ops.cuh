@@ -9,8 +9,15 @@
 namespace wo::quant::dev {
 
 template <class D> TypeOps make_type_ops() {
-  return TypeOps{D::kType, D::QK,   &launch_gemv<D>,    &launch_dequant<D>,
-                 nullptr,  nullptr, &launch_grouped<D>, &launch_gemv_multi<D>};
+  return TypeOps{D::kType,
+                 D::QK,
+                 &launch_gemv<D>,
+                 &launch_dequant<D>,
+                 nullptr,
+                 nullptr,
+                 &launch_grouped<D>,
+                 &launch_gemv_multi<D>,
+                 stack_partner_type<D>()};
 }
 
 // Plain types (F32/F16/BF16) also get the element-wise kernels for rows not a multiple of 8.
@@ -22,7 +29,8 @@ template <class D> TypeOps make_plain_type_ops() {
                  &launch_gemv_scalar<D>,
                  &launch_dequant_scalar<D>,
                  &launch_grouped<D>,
-                 &launch_gemv_multi<D>};
+                 &launch_gemv_multi<D>,
+                 kNoStackPartner};
 }
 
 } // namespace wo::quant::dev
