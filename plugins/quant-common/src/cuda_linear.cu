@@ -364,7 +364,7 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
     return false;
   if (fu.glu_up && reinterpret_cast<uintptr_t>(fu.glu_up) % 16 != 0) return false; // float4 loads
   Segments seg;
-  Shape first{}, first_alt{};
+  Shape first{};
   for (int32_t i = 0; i < n; ++i) {
     // A stack of ops' type, which may end in a run of its partner type (SDK 1.8: one launch for
     // Qwen2.5's Q5_0 q, k and Q8_0 v); any other mix runs apart.
@@ -374,11 +374,11 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
       return false;
     if (!alt && seg.alt < i) return false; // the first type after the partner's run
     const Shape sh = weight_shape_as(alt ? ops.stack_partner : ops.type, w[i], op_name, false);
-    if (alt && seg.alt > i) seg.alt = i, seg.alt_row_bytes = sh.row_bytes, first_alt = sh;
-    const Shape &like = alt ? first_alt : first;
+    if (alt && seg.alt > i) seg.alt = i, seg.alt_row_bytes = sh.row_bytes;
     if (i == 0)
       first = sh;
-    else if (sh.cols != first.cols || sh.row_bytes != like.row_bytes || (swiglu && sh.rows != first.rows))
+    else if (sh.cols != first.cols || sh.row_bytes != (alt ? seg.alt_row_bytes : first.row_bytes) ||
+             (swiglu && sh.rows != first.rows))
       return false;
     if (!alt && !vector_path(ops, sh.cols)) return false;
     seg.w[i] = static_cast<const uint8_t *>(w[i]->data);

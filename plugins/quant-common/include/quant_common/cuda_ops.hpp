@@ -52,6 +52,7 @@ struct Segments {
   int alt = kMaxSegments; // the first segment of the partner type; kMaxSegments (or n): none
   uint64_t alt_row_bytes = 0;
   bool mixed() const { return alt < n; }
+  int64_t rows(int i) const { return end[i] - (i ? end[i - 1] : 0); } // weight i's row count
 };
 
 // linear_fused's prologue and epilogue for the one-token int8 GEMV (see wo_linear_fusion): the

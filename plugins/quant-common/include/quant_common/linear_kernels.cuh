@@ -480,11 +480,10 @@ bool launch_gemv_multi_mixed(const GemvParams &p, const Segments &seg, const Fus
   } else {
     if (p.ids || seg.swiglu || (gemv_variant() != 3 && gemv_variant() != 5)) return false;
     if (gemv_variant() == 5)
-      for (int i = 0; i < seg.n; ++i) {
-        const int64_t rows = seg.end[i] - (i ? seg.end[i - 1] : 0);
-        if (i < seg.alt ? unit_weight<D>(rows, p.row_bytes) : unit_weight<DB>(rows, seg.alt_row_bytes))
+      for (int i = 0; i < seg.n; ++i)
+        if (i < seg.alt ? unit_weight<D>(seg.rows(i), p.row_bytes)
+                        : unit_weight<DB>(seg.rows(i), seg.alt_row_bytes))
           return false;
-      }
     return launch_int8x<D, DB>(p, s, seg, fu);
   }
 }
@@ -500,13 +499,13 @@ bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &f
     if (p.n_tokens != 1 || (p.ids && !seg.swiglu) || (seg.n == 0 && !fu.any())) return false;
     const auto s = static_cast<cudaStream_t>(stream);
     if (seg.mixed()) return launch_gemv_multi_mixed<D>(p, seg, fu, s);
-    // Variant 5 where each weight alone would run it, variant 3 where none would; a mixed stack, or
-    // a stack variant 5 declines, goes back to the host, whose separate linears then sum each row
-    // in the order this launch would have.
+    // Variant 5 where each weight alone would run it, variant 3 where none would; a stack only
+    // partly variant 5's, or one variant 5 declines, goes back to the host, whose separate
+    // linears then sum each row in the order this launch would have.
     if (gemv_variant() == 5) {
       int units = 0;
       for (int i = 0; i < std::max(seg.n, 1); ++i)
-        units += unit_weight<D>(seg.n ? seg.end[i] - (i ? seg.end[i - 1] : 0) : p.rows, p.row_bytes);
+        units += unit_weight<D>(seg.n ? seg.rows(i) : p.rows, p.row_bytes);
       if (units == std::max(seg.n, 1)) return launch_units<D>(p, s, seg, fu);
       if (units > 0) return false;
     }

@@ -397,7 +397,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     const auto rows_divide = [&](int64_t wr) {
       if (seg.n == 0) return p.rows % wr == 0;
       for (int i = 0; i < seg.n; ++i)
-        if ((seg.end[i] - (i ? seg.end[i - 1] : 0)) % wr != 0) return false;
+        if (seg.rows(i) % wr != 0) return false;
       return true;
     };
     // Rows per group: the fewest lane slots per warp, i.e. (groups per warp) x (chunks per group)
