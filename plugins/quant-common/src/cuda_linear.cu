@@ -319,6 +319,7 @@ Fusion read_fusion(const wo_linear_fusion *f) {
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, bias)) fu.bias = f->bias;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, accumulate)) fu.accumulate = f->accumulate != 0;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, glu_up)) fu.glu_up = f->glu_up;
+  fu.early = dev::gemv_early();
   return fu;
 }
 } // namespace

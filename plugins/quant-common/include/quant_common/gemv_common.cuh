@@ -3,6 +3,7 @@
 // token's activations, and the launch switches read from the environment.
 #pragma once
 
+#include "quant_common/cp_async.cuh"
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/int8x_dots.cuh"
 
@@ -130,7 +131,55 @@ constexpr int kInt8xCtasPerSm = 4;
 constexpr int kInt8xUnroll = 4;          // block parts in flight per lane
 constexpr int64_t kInt8xMaxCols = 20480; // 2.375 bytes of shared memory per column: < 48 KiB
 
-inline size_t int8x_smem_bytes(int64_t cols) { return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4; }
+__host__ __device__ inline size_t int8x_smem_bytes(int64_t cols) {
+  return static_cast<size_t>(cols) * 2 + cols / 8 + cols / 4;
+}
+
+// Whether linear_fused's model constants are read early (Fusion::early; WORKER_GEMV_EARLY=0: no).
+inline bool gemv_early() {
+  static const bool v = !env_switched_off("WORKER_GEMV_EARLY");
+  return v;
+}
+
+// Early reads (Fusion::early). Why: no kernel writes a norm weight or a bias, yet the fused GEMVs
+// read them where they use them, after the PDL wait: the norm weights in the staging after the
+// row's 1/rms, the bias after the dot, each one more DRAM round trip on the decode step's chain
+// (the weights streamed since the last token have evicted them from L2). Now they are copied into
+// shared memory with cp.async before the wait (gemv_units_kernel: the bias; the norm weights only
+// into L2, see there), and the residual (written before the wait returned) right after it, so that
+// it lands during the staging instead of after the dot. cp.async holds no register: kept in
+// registers through the dots, they cost the 64-register int8x instances up to ~100 bytes of
+// spills (ptxas -v). Each thread copies what it reads itself (the norm weights of the columns
+// stage_x_* gives it, the bias and residual of the row it stores first), so its own cp.async wait
+// is the only synchronization needed. H100 A/B (WORKER_GEMV_EARLY=0 against the default, one call,
+// two rounds, decode tok/s at depth 0 / 2048): Qwen2.5 1411.5/1294.2, 1411.7/1294.2 ->
+// 1410.6/1300.7, 1410.8/1300.3; GPT-OSS 522.8/488.0, 525.2/498.3 -> 526.5/497.9, 527.3/502.3;
+// Phi-3 587.9/488.6, 587.9/487.7 -> 591.6/489.1, 587.8/485.5.
+
+// Shared memory of the norm weights' copy: cols floats (fused norm, early), else none.
+__host__ __device__ inline size_t norm_copy_bytes(const Fusion &fu, int64_t cols) {
+  return fu.early && fu.norm_w ? static_cast<size_t>(cols) * sizeof(float) : 0;
+}
+__host__ __device__ constexpr size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+// This thread's columns of norm_w (8 at 8 threadIdx.x, then every 8 blockDim.x: the staging's
+// partition) into dst (16-byte aligned; norm_w is too, fused_pass checks it). No commit.
+__device__ __forceinline__ void copy_norm_w(const float *norm_w, int64_t cols, float *dst) {
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * 8; c < cols;
+       c += static_cast<int64_t>(blockDim.x) * 8) {
+    cp_async16(dst + c, norm_w + c);
+    cp_async16(dst + c + 4, norm_w + c + 4);
+  }
+}
+
+// The same columns' lines asked of L2 (one prefetch per 128 bytes), for kernels without room for
+// the copy (gemv_units_kernel).
+__device__ __forceinline__ void prefetch_norm_w(const float *norm_w, int64_t cols) {
+  if (threadIdx.x % 4 == 0)
+    for (int64_t c = static_cast<int64_t>(threadIdx.x) * 8; c < cols;
+         c += static_cast<int64_t>(blockDim.x) * 8)
+      wo::pdl::prefetch_l2(norm_w + c);
+}
 
 // Eight activations x[c..c+8) (zeros when !on), as rmsnorm(x) * norm_w given the row's inv_rms
 // when norm_w is set, or as silu(x) * glu_up (worker/swiglu.cuh, the swiglu kernel's arithmetic)

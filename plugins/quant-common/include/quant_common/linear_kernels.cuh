@@ -137,6 +137,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
   static_assert(!kMixed || M == Int8xMode::Stacked, "a mixed stack is a Stacked pass");
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float warp_part[2][kWarps]; // ksplit > 1: the row's warp sums (gate's, up's)
+  __shared__ float first_add[kWarps][2]; // early: the bias and the residual of the warp's first row
   auto *hi = reinterpret_cast<int8_t *>(smem);
   int8_t *lo = hi + p.cols;
   auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
@@ -165,16 +166,33 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
         if (M == Int8xMode::Swiglu) wo::pdl::prefetch_l2(seg.w[1] + row * p.row_bytes + off);
       }
   }
+  // Early reads (gemv_common.cuh): the norm weights and the bias of the warp's first row (its lane 0
+  // of sub 0 stores it) before the wait, that row's residual after it.
+  const int64_t row_first = first_row + warp / ksplit;
+  const bool stores_first = fu.early && lane == 0 && sub == 0 && row_first < p.rows;
+  float *norm_copy = reinterpret_cast<float *>(smem + align16(int8x_smem_bytes(p.cols)));
+  const float *norm_w = fu.early && fu.norm_w ? norm_copy : fu.norm_w;
+  if (fu.early && fu.norm_w) copy_norm_w(fu.norm_w, p.cols, norm_copy);
+  if (stores_first && fu.bias) cp_async4(&first_add[warp][0], fu.bias + row_first);
   wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
-    __syncthreads();                     // the previous problem's readers are done with the stage
-    float inv_rms = 0.0f;                // linear_fused's norm: the row's 1/rms, as the norm kernel's
+    if (stores_first && fu.accumulate && !q.bad_expert) {
+      void *y = p.y;
+      int64_t yi = q.y_off + row_first;
+      bool alt = false;
+      if (M == Int8xMode::Stacked) (void)segment_row<kMixed>(seg, p.row_bytes, row_first, y, yi, &alt);
+      cp_async4(&first_add[warp][1], static_cast<const float *>(y) + yi);
+    }
+    cp_async_commit();
+    __syncthreads();      // the previous problem's readers are done with the stage
+    float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
     if (fu.norm_w)
       inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
                                          p.cols, fu.norm_eps);
-    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, fu.norm_w, inv_rms, fu.glu_up);
+    cp_async_wait<0>(); // this thread's early reads have landed
+    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, inv_rms, fu.glu_up);
     __syncthreads();
     // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the
     // end is computed on the last row and not stored.
@@ -229,8 +247,10 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
       if (M == Int8xMode::Swiglu) acc = wo::swiglu::apply(acc, up); // as the swiglu kernel computes it
       if (lane == 0 && sub == 0 && valid) { // linear_fused's epilogue: the same float adds add_bias
                                             // and the residual add make
-        if (fu.bias) acc = __fadd_rn(acc, fu.bias[row]);
-        if (fu.accumulate) acc = __fadd_rn(static_cast<const float *>(y)[yi], acc);
+        const bool first = fu.early && r0 == first_row; // row_first: its bias and residual are here
+        if (fu.bias) acc = __fadd_rn(acc, first ? first_add[warp][0] : fu.bias[row]);
+        if (fu.accumulate)
+          acc = __fadd_rn(first ? first_add[warp][1] : static_cast<const float *>(y)[yi], acc);
         store_y(y, yi, acc, p.y_f16);
       }
     }
@@ -427,7 +447,8 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     return wide ? of_width(std::integral_constant<int, kInt8xWarpsWide>{})
                 : of_width(std::integral_constant<int, kInt8xWarps>{});
   });
-  (void)wo::pdl::launch(kernel, grid, warps * 32, int8x_smem_bytes(p.cols), s, p, seg, fu, ksplit);
+  const size_t smem = align16(int8x_smem_bytes(p.cols)) + norm_copy_bytes(fu, p.cols);
+  (void)wo::pdl::launch(kernel, grid, warps * 32, smem, s, p, seg, fu, ksplit);
   return true;
 }
 
