@@ -70,8 +70,8 @@ struct Fusion {
   bool glu_clamped = false; // WO_GLU_CLAMPED (else WO_GLU_SILU)
   float glu_alpha = 0.0f, glu_limit = 0.0f;
   const float *gate_bias = nullptr, *up_bias = nullptr;
-  // The norm's weights and the bias read before the PDL wait, the residual right after it (see
-  // norm_ahead in gemv_common.cuh); false (WORKER_GEMV_EARLY=0): where the prologue and epilogue
+  // The norm's weights and the bias read before the PDL wait, the residual right after it (the
+  // early reads, gemv_common.cuh); false (WORKER_GEMV_EARLY=0): where the prologue and epilogue
   // use them. The same values either way, so the same bits.
   bool early = true;
   bool any() const { return norm_w || bias || accumulate || glu_up; }
