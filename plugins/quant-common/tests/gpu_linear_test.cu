@@ -727,6 +727,48 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
     }
 }
 
+// The unit GEMV cuts a weight's rows into warp groups or, where that shortens the longest warp's
+// chain of chunks, into one run of rows per CTA whose chunks the CTA's warps take in turn
+// (UnitGrid::tiled: plain weights and SwiGLU pairs, never a stack's segments). Either way a row's sum
+// is the same fixed tree of its blocks' dots, so a weight at shapes the tiled grid takes (GPT-OSS's
+// 2880 x 2880 expert, Phi-3's 9216 x 3072 q/k/v and 3072 x 8192 down projection, 896 x 4864, whose
+// last CTA's run is shorter) gives the bits of its two halves run as a stack (warp groups).
+TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
+  if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
+  const ShapeCase shapes[] = {{896, 4864}, {2880, 2880}, {9216, 3072}, {3072, 8192}};
+  int checked = 0;
+  for (uint32_t type : kPlugin.types)
+    for (const auto &sc : shapes) {
+      const int64_t cols = valid_cols(type, sc.cols), rows = sc.rows, top = rows / 2;
+      if (!unit_gemv_weight(type, top, cols) || !unit_gemv_weight(type, rows - top, cols)) continue;
+      const auto raw = random_blocks(type, rows, cols, rng());
+      DeviceArray<uint8_t> w(raw.size());
+      w.upload(raw.data(), raw.size());
+      const uint64_t row_bytes = wo::ggml::row_bytes(type, cols);
+      const wo_tensor whole = make_tensor(type, w.get(), cols, rows);
+      const wo_tensor halves[2] = {make_tensor(type, w.get(), cols, top),
+                                   make_tensor(type, w.get() + top * row_bytes, cols, rows - top)};
+      const wo_tensor *stack[2] = {&halves[0], &halves[1]};
+      const auto xf = normal_floats(static_cast<size_t>(cols), rng());
+      DeviceArray<float> x(xf.size()), y(rows), ya(top), yb(rows - top);
+      x.upload(xf.data(), xf.size());
+      void *ys[2] = {ya.get(), yb.get()};
+      ASSERT_EQ(q->linear(dev->host(), &whole, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK)
+          << q->last_error();
+      ASSERT_EQ(q->linear_multi(dev->host(), 2, stack, x.get(), WO_DTYPE_F32, ys, WO_DTYPE_F32, 1), WO_OK)
+          << q->last_error();
+      dev->sync();
+      const auto got = y.download(rows), a = ya.download(top), b = yb.download(rows - top);
+      EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + top), a)
+          << wo::ggml::type_name(type) << " " << rows << "x" << cols << ": rows 0.." << top;
+      EXPECT_EQ(std::vector<float>(got.begin() + top, got.end()), b)
+          << wo::ggml::type_name(type) << " " << rows << "x" << cols << ": rows " << top << "..";
+      ++checked;
+    }
+  EXPECT_GT(checked, 0) << "no weight of this codec took the unit GEMV";
+}
+
 // linear_swiglu (gate, up and SiLU in one pass) gives exactly the bits of the two linears followed
 // by the SDK's swiglu kernel, for every block-quantized type, on variant 3's small weights and
 // variant 5's large ones (gate's row sums wait for up's in the unit kernel), with partial CTAs and

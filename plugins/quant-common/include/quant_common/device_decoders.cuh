@@ -13,6 +13,7 @@
 
 #include <worker/ggml_types.hpp>
 
+#include <cmath>
 #include <cstring>
 
 namespace wo::quant::dev {
@@ -44,6 +45,18 @@ QC_HD float sub_rn(float a, float b) {
   return __fsub_rn(a, b);
 #else
   return a - b;
+#endif
+}
+// a * b + c with one rounding. For arithmetic whose bits must not depend on the kernel instance it
+// is inlined into: a plain a * b + c is contracted into an FMA, or not, per instance (after the
+// unit GEMV's tiled grid moved code around them, its SwiGLU and plain instances parted in the last
+// bits of the staged activation sums, xq_sum, hence of every Q4_K, Q5_K and Q5_0 dot), so the
+// staging's sums and the unit dots with a min or offset spell every rounding out.
+QC_HD float fma_rn(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
 #endif
 }
 

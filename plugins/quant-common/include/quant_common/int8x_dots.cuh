@@ -68,7 +68,10 @@ template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &
 #endif
 }
 QC_HD float xq_sum(float scale, int hi_sum, int lo_sum) {
-  return scale * (static_cast<float>(hi_sum) + static_cast<float>(lo_sum) * kInvLoSteps);
+  // scale (hi + lo / 254), the roundings explicit: contracted or not per kernel instance, the staged
+  // sums (hence every dot of a type with a min or offset) differed between the unit GEMV's SwiGLU
+  // and plain instances
+  return mul_rn(scale, fma_rn(static_cast<float>(lo_sum), kInvLoSteps, static_cast<float>(hi_sum)));
 }
 
 // sum of 4 int8 products plus c (the host emulates the instruction).

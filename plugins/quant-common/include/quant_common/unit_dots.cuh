@@ -183,7 +183,9 @@ template <> struct UnitDot<DecQ5_0> {
       q5_codes(u.word(o + 6 + 4 * i), qh, i, lo[i], hi[i]);
     const XMeta m = x.m(q);
     const float d = h2f(u.half(o));
-    return d * m.scale * kInvLoSteps * group_steps<kTerms>(lo, hi, x, q) - 16.0f * d * m.sum32;
+    // d s steps / 254 - 16 d sum32, the roundings explicit (fma_rn)
+    return fma_rn(mul_rn(mul_rn(d, m.scale), kInvLoSteps), group_steps<kTerms>(lo, hi, x, q),
+                  -mul_rn(mul_rn(16.0f, d), m.sum32));
   }
 };
 
@@ -294,12 +296,13 @@ template <class K> struct UnitDotK {
         const XMeta m = x.m(qj);
         const int scale = static_cast<int>((sc[j / 4] >> (8 * (j % 4))) & 0xffu);
         const int mins = static_cast<int>((mn[j / 4] >> (8 * (j % 4))) & 0xffu);
-        acc += static_cast<float>(scale) * m.scale * group_steps<kTerms>(a, b, x, qj);
-        acc_min += static_cast<float>(mins) * m.sum32;
+        // acc += scale s steps, acc_min += mins sum32: the roundings explicit (fma_rn)
+        acc = fma_rn(mul_rn(static_cast<float>(scale), m.scale), group_steps<kTerms>(a, b, x, qj), acc);
+        acc_min = fma_rn(static_cast<float>(mins), m.sum32, acc_min);
       }
     }
-    return h2f(static_cast<uint16_t>(u.w[0])) * kInvLoSteps * acc -
-           h2f(static_cast<uint16_t>(u.w[0] >> 16)) * acc_min;
+    return fma_rn(mul_rn(h2f(static_cast<uint16_t>(u.w[0])), kInvLoSteps), acc,
+                  -mul_rn(h2f(static_cast<uint16_t>(u.w[0] >> 16)), acc_min));
   }
 };
 struct Q4KUnit {
@@ -374,8 +377,10 @@ template <> struct UnitDot<DecQ6_K> {
       const int hs_b = m.sum_hi - hs_a, ls_b = kTerms == 2 ? m.sum_lo - ls_a : 0;
       const int sa = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2))); // sc[8h + 2k]
       const int sb = static_cast<int8_t>(sc[k / 2] >> (16 * (k % 2) + 8));
-      acc += m.scale * (static_cast<float>(sa) * steps(ih[0] - 32 * hs_a, il[0] - 32 * ls_a) +
-                        static_cast<float>(sb) * steps(ih[1] - 32 * hs_b, il[1] - 32 * ls_b));
+      // acc += s (sa steps_a + sb steps_b), the roundings explicit (fma_rn)
+      const float pair = fma_rn(static_cast<float>(sa), steps(ih[0] - 32 * hs_a, il[0] - 32 * ls_a),
+                                mul_rn(static_cast<float>(sb), steps(ih[1] - 32 * hs_b, il[1] - 32 * ls_b)));
+      acc = fma_rn(m.scale, pair, acc);
     }
     return h2f(static_cast<uint16_t>(u.word(208))) * kInvLoSteps * acc;
   }

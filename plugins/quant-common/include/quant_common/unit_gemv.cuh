@@ -5,14 +5,14 @@
 // 9-16 instructions per weight (ncu, H100: 0.57 instructions issued per cycle per scheduler, DRAM
 // 28% busy on a 15 MB Q4_K GEMV): it is bound by instruction issue, not by bytes. Here:
 //
-// - A warp owns a group of rows_per_group consecutive rows. Rows are contiguous, so the group is
-//   one run of blocks, cut into units of U blocks (unit_dots.cuh). The warp copies the group in
-//   chunks of 32 units into shared memory with coalesced 16-byte cp.async (every warp instruction
-//   covers 512 contiguous bytes; no registers wait on memory), double-buffered so the next chunk
-//   lands while lane l computes unit l of this one from U * BYTES / A vector loads at
-//   compile-time offsets. (Lanes loading their own units from global memory touched ~32 lines
-//   per instruction and waited on latency: ncu, 28% of DRAM bandwidth on a 15 MB Q4_K GEMV.)
-//   A unit may end in the next row: each block's dot is stored by its index in the group.
+// - A warp owns a group of rows_per_group consecutive rows (or, in the tiled grid, a CTA owns one
+//   run of rows and its warps take the run's chunks in turn; see UnitGrid). Rows are contiguous, so the group
+//   is one run of blocks, cut into units of U blocks (unit_dots.cuh). The warp copies the group in chunks of
+//   32 units into shared memory with coalesced 16-byte cp.async (every warp instruction covers 512 contiguous
+//   bytes; no registers wait on memory), double-buffered so the next chunk lands while lane l computes unit l
+//   of this one from U * BYTES / A vector loads at compile-time offsets. (Lanes loading their own units from
+//   global memory touched ~32 lines per instruction and waited on latency: ncu, 28% of DRAM bandwidth on a 15
+//   MB Q4_K GEMV.) A unit may end in the next row: each block's dot is stored by its index in the group.
 // - The activations are staged once per CTA as in variant 3 (the same int8 terms), swizzled so
 //   lanes reading different column blocks hit different banks.
 // - Each row's sum is a fixed tree over its blocks' dots (8 lanes per row, lane s adds blocks
@@ -74,11 +74,20 @@ __host__ __device__ inline size_t unit_stage_bytes(int64_t cols) {
   return static_cast<size_t>(2 * unit_terms_bytes(cols) + (cols / 32 + 7) / 8 * 8 * sizeof(XMeta));
 }
 
-// How a GEMV's rows are cut into warp groups (n_groups == 0: the kernel does not take the shape).
+// How a GEMV's rows are cut into groups (n_groups == 0: the kernel does not take the shape).
+// By warp: a warp owns whole groups of rows_per_group rows and walks their chunks in order.
+// Tiled (tiled == true): a group is one CTA's rows_per_group rows (the last CTA's may be fewer), its
+// chunks dealt to the CTA's warps in turn (chunk c to warp c % kUnitWarps) and its rows reduced by
+// all warps after a barrier: the longest warp's chain of chunks is the CTA's mean, rounded up,
+// where whole groups per warp leave some warps idle and others a chain of 1.5x the mean (GPT-OSS's
+// expert gate/up: 6 chunks on the longest warp, 3.8 on average).
 struct UnitGrid {
   int64_t n_groups = 0;
   int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0; // rows: of each weight (swiglu: 2)
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
+  bool tiled = false;
+  int64_t rows = 0;        // of each weight (tiled: the last group's rows are what is left)
+  int64_t part_floats = 0; // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
 };
 
 // The activations of one token, staged for XU<QU> in the given order (staged_index): every thread
@@ -134,7 +143,11 @@ template <class D> __host__ __device__ constexpr int unit_chunk_stride() {
   return 32 / UnitSplit<UnitDot<D>>::value * UnitDot<D>::BYTES + (UnitSplit<UnitDot<D>>::value > 1 ? 16 : 0);
 }
 
-template <class D, Int8xMode M, int kTerms>
+// kTiled: ug.tiled's grid, in instances of its own (plain and SwiGLU, two activation terms). With
+// one instance for both grids (a runtime flag) the by-warp path's counts became registers: Q6_K's
+// plain instance spilled 28 bytes at its 128-register bound and Phi-3 decode lost 5% (H100, one
+// call: 595.8/490.5 -> 561.9/463.9 tok/s at depth 0/2048).
+template <class D, Int8xMode M, int kTerms, bool kTiled = false>
 __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     gemv_units_kernel(const GemvParams p, const Segments seg, const Fusion fu, const UnitGrid ug) {
   using T = UnitDot<D>;
@@ -150,22 +163,31 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   constexpr int kHalves = M == Int8xMode::Swiglu ? 2 : 1;   // weights in a group: gate and up, or one
   const int wr = ug.rows_per_group, nb = ug.blocks_per_row; // wr: rows of each weight in a group
   const int np = nb * kSplit;                               // partial dots per row
-  float *part = reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + warp * kHalves * wr * np;
-  uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) +
-                       static_cast<size_t>(kUnitWarps) * kHalves * wr * np * sizeof(float) +
+  constexpr bool tiled = kTiled;
+  float *part =
+      reinterpret_cast<float *>(smem + unit_stage_bytes(p.cols)) + (tiled ? 0 : warp * kHalves * wr * np);
+  uint8_t *chunk_buf = smem + unit_stage_bytes(p.cols) + static_cast<size_t>(ug.part_floats) * sizeof(float) +
                        static_cast<size_t>(warp) * kUnitStages * kChunkBytes;
   // The dot's register constants, read back from shared memory so ptxas keeps them in registers
   // (see mxfp4_biased); written before the first staging barrier.
   __shared__ uint32_t held_words[2];
   if (threadIdx.x < 2) held_words[threadIdx.x] = UnitHeld<T>::word(static_cast<int>(threadIdx.x));
-  // Groups are dealt across the CTAs first (warp w of CTA c starts at w x gridDim.x + c), so when
-  // there are fewer groups than warps every CTA, hence every SM, gets an equal share.
-  const int64_t first_group = static_cast<int64_t>(warp) * gridDim.x + blockIdx.x;
-  const int64_t group_stride = static_cast<int64_t>(gridDim.x) * kUnitWarps;
-  const int chunks = (ug.units_per_group + 31) / 32;
-  const int64_t my_groups =
-      first_group < ug.n_groups ? (ug.n_groups - first_group + group_stride - 1) / group_stride : 0;
-  const int64_t items = my_groups * chunks; // (group, chunk) pairs this warp computes, in order
+  // By warp: groups are dealt across the CTAs first (warp w of CTA c starts at w x gridDim.x + c),
+  // so when there are fewer groups than warps every CTA, hence every SM, gets an equal share; a
+  // warp walks its groups' chunks 0, 1, ... Tiled: CTA c's group is group c (gridDim.x ==
+  // n_groups), warp w walks its chunks w, w + kUnitWarps, ...
+  const int64_t first_group = tiled ? blockIdx.x : static_cast<int64_t>(warp) * gridDim.x + blockIdx.x;
+  const int64_t group_stride = static_cast<int64_t>(gridDim.x) * (tiled ? 1 : kUnitWarps);
+  const int c0 = tiled ? warp : 0, c_step = tiled ? kUnitWarps : 1; // the warp's first chunk, its step
+  // The group's rows and units: ug's, but for a tiled grid's last CTA, which takes what is left.
+  const int wg = tiled ? static_cast<int>(min(static_cast<int64_t>(wr), ug.rows - first_group * wr)) : wr;
+  const int units_g =
+      tiled ? static_cast<int>(static_cast<int64_t>(ug.units_per_group) * wg / wr) : ug.units_per_group;
+  const int chunks = (units_g + 31) / 32;
+  int64_t items = 0; // (group, chunk) pairs this warp computes, in order
+  if (first_group < ug.n_groups)
+    items = tiled ? (c0 < chunks ? (chunks - c0 + c_step - 1) / c_step : 0)
+                  : (ug.n_groups - first_group + group_stride - 1) / group_stride * chunks;
   // A warp walks its items with cursors stepped one item at a time: per item a 64-bit division
   // (group, chunk) for the copy and again for the dot, plus the block column (a division by the
   // runtime blocks_per_row), cost ~75 instructions per chunk (SASS), a tenth to a third of the
@@ -175,7 +197,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     int c;       // its chunk in the group
   };
   const auto advance = [&](Cursor &k) {
-    if (++k.c == chunks) k.c = 0, k.grp += group_stride;
+    if constexpr (tiled) {
+      if ((k.c += c_step) >= chunks) k.c = c0, k.grp += group_stride;
+    } else if (++k.c == chunks) {
+      k.c = 0, k.grp += group_stride;
+    }
   };
   const auto group_base = [&](const uint8_t *w, int64_t row0) {
     void *y;
@@ -195,15 +221,16 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       // Swiglu: the group's bytes are gate's wr rows, then up's (from up's own base).
       const auto from = [&](int off) {
         if constexpr (M == Int8xMode::Swiglu) {
-          const int64_t half_bytes = wr * static_cast<int64_t>(p.row_bytes);
+          const int64_t half_bytes = wg * static_cast<int64_t>(p.row_bytes);
           // (w - p.w: the expert's offset under linear_id, the same in both weights)
           return at + off < half_bytes ? src + off
-                                       : seg.w[1] + (w - p.w) + grp * half_bytes + (at + off - half_bytes);
+                                       : seg.w[1] + (w - p.w) + grp * wr * static_cast<int64_t>(p.row_bytes) +
+                                             (at + off - half_bytes);
         } else {
           return src + off;
         }
       };
-      const int bytes = min(32, ug.units_per_group - 32 * c) / kSplit * T::BYTES;
+      const int bytes = min(32, units_g - 32 * c) / kSplit * T::BYTES;
       uint8_t *dst = chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes;
       if (ug.copy_bytes == 16 && bytes == kChunkData) {
         // A whole chunk: every offset a constant (one copy instruction each; the loop below spent
@@ -259,12 +286,12 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // beside the q/k/v pass's CTA.
   __shared__ float first_add[kUnitWarps][32 / kUnitReduceLanes][2]; // that row's bias and residual
   const int64_t row_first = first_group * wr + lane / kUnitReduceLanes;
-  const bool stores_first = M != Int8xMode::Swiglu && fu.early && lane % kUnitReduceLanes == 0 &&
+  const bool stores_first = M != Int8xMode::Swiglu && fu.early && !tiled && lane % kUnitReduceLanes == 0 &&
                             lane / kUnitReduceLanes < wr && first_group < ug.n_groups;
   if (fu.early && fu.norm_w) prefetch_norm_w(fu.norm_w, p.cols);
   if (stores_first && fu.bias) cp_async4(&first_add[warp][lane / kUnitReduceLanes][0], fu.bias + row_first);
   cp_async_commit();
-  Cursor ahead{first_group, 0}; // the next item to issue
+  Cursor ahead{first_group, c0}; // the next item to issue
   bool first_issued = !p.ids;
   if (!p.ids)
     issue_first(p.w, ahead);
@@ -276,16 +303,16 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     }
   }
   // The block column of this lane's first unit in chunk c of a group (groups start on a row):
-  // block (32 c + lane) U / kSplit mod blocks_per_row, stepped per chunk by kStepBlocks mod nb.
+  // block (32 c + lane) U / kSplit mod blocks_per_row, stepped per item by c_step kStepBlocks mod nb.
   constexpr int kStepBlocks = 32 * T::U / kSplit;
-  const int col_first = lane * T::U / kSplit % ug.blocks_per_row;
-  const int col_step = kStepBlocks % ug.blocks_per_row;
+  const int col_first = (c0 * kStepBlocks + lane * T::U / kSplit) % ug.blocks_per_row;
+  const int col_step = c_step * kStepBlocks % ug.blocks_per_row;
   wo::pdl::enter();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return;       // the same for the whole CTA
     if (!first_issued || prob != blockIdx.y) { // the first chunks of this problem's weights
-      ahead = Cursor{first_group, 0};
+      ahead = Cursor{first_group, c0};
       issue_first(q.w, ahead);
     }
     // Early reads: the residual of the row this lane stores first, one group of its own (always
@@ -308,21 +335,81 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(p, q.x_off, hi, lo, meta,
                                                                               fu.norm_w, inv_rms, fu.glu_up);
     __syncthreads();
+    // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
+    // part[] into y: linear_fused's epilogue, or SwiGLU. By warp the warp's whole group; tiled the
+    // CTA's warps take turns at rows of 4.
+    constexpr int kRowsPerPass = 32 / kUnitReduceLanes;
+    const int sub = lane % kUnitReduceLanes;
+    const auto reduce_rows = [&](int64_t grp, int r_first, int r_step) {
+      const int64_t row0 = grp * wr;
+      if (q.bad_expert) { // an id outside [0, n_expert): make the bug visible
+        if constexpr (tiled) {
+          for (int r = lane + 32 * (r_first / kRowsPerPass); r < wg; r += 32 * (r_step / kRowsPerPass))
+            store_y(p.y, q.y_off + row0 + r, __int_as_float(0x7fc00000), p.y_f16);
+        } else if (lane < wr) { // a warp's group: wr <= 32 rows
+          store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
+        }
+        return;
+      }
+      // Row `row` of the group (wg + r: up's row r under Swiglu) as the fixed tree: lane `sub` of
+      // the row's 8 adds dots sub, sub + 8, ... in order, then a 3-step shuffle. The whole warp
+      // calls it (the shuffles stay converged); lanes past the group's rows add nothing.
+      const auto row_sum = [&](int row, bool on) {
+        float acc = 0.0f;
+        if (on)
+          for (int b = sub; b < np; b += kUnitReduceLanes)
+            acc += part[row * np + b];
+#pragma unroll
+        for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
+          acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        return acc;
+      };
+      for (int r0 = r_first; r0 < wg; r0 += r_step) { // uniform per warp: the shuffles stay converged
+        const int r = r0 + lane / kUnitReduceLanes;
+        float acc = row_sum(r, r < wg);
+        if constexpr (M == Int8xMode::Swiglu) { // up's row r: its own sum, in the same tree
+          float up = row_sum(wg + r, r < wg);
+          // as the swiglu (swiglu_oai) kernel computes it from the two GEMVs' outputs (and the biases)
+          if (sub == 0 && r < wg) {
+            float g = acc;
+            if (fu.gate_bias)
+              g = g + fu.gate_bias[bias_row0 + row0 + r], up = up + fu.up_bias[bias_row0 + row0 + r];
+            store_y(p.y, q.y_off + row0 + r,
+                    fu.glu_clamped ? wo::swiglu::apply_clamped(g, up, fu.glu_alpha, fu.glu_limit)
+                                   : wo::swiglu::apply(g, up),
+                    p.y_f16);
+          }
+          continue;
+        }
+        if (sub == 0 && r < wg) { // linear_fused's epilogue, as variant 3 writes it
+          const int64_t row = row0 + r;
+          void *y = p.y;
+          int64_t yi = q.y_off + row;
+          if (M == Int8xMode::Stacked) (void)segment_row(seg, p.row_bytes, row, y, yi);
+          // row_first's bias and residual are in first_add (landed: the item's wait covers the
+          // bias's group and the residual's, which precede the second chunk's)
+          const bool first = fu.early && !tiled && grp == first_group && r0 == 0;
+          const float *fa = first_add[warp][lane / kUnitReduceLanes];
+          if (fu.bias) acc = __fadd_rn(acc, first ? fa[0] : fu.bias[row]);
+          if (fu.accumulate) acc = __fadd_rn(first ? fa[1] : static_cast<const float *>(y)[yi], acc);
+          store_y(y, yi, acc, p.y_f16);
+        }
+      }
+    };
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
-    Cursor cur{first_group, 0};
+    Cursor cur{first_group, c0};
     int col_c = col_first; // the lane's first block column in chunk cur.c
     for (int64_t it = 0; it < items; ++it) {
       const int64_t grp = cur.grp;
       const int c = cur.c, col_u = col_c;
       advance(cur);
-      col_c = cur.c == 0 ? col_first : col_c + col_step - (col_c + col_step >= nb ? nb : 0);
+      col_c = cur.c == c0 ? col_first : col_c + col_step - (col_c + col_step >= nb ? nb : 0);
       issue(q.w, it + kUnitStages - 1, ahead); // into the stage item it - 1 used (its readers synced below)
       advance(ahead);
       cp_async_wait<kUnitStages - 1>(); // item it has landed (this lane's copies) ...
       __syncwarp();                     // ... and every lane's
-      const int64_t row0 = grp * wr;
       const int u = 32 * c + lane;
-      if (!q.bad_expert && u < ug.units_per_group) {
+      if (!q.bad_expert && u < units_g) {
         typename Ld::Words words;
         Ld::load(chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes + lane / kSplit * T::BYTES, words);
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
@@ -338,58 +425,13 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         }
       }
       __syncwarp(); // part[] complete; the stage may be refilled
-      if (c != chunks - 1) continue;
-      if (q.bad_expert) { // an id outside [0, n_expert): make the bug visible
-        if (lane < wr) store_y(p.y, q.y_off + row0 + lane, __int_as_float(0x7fc00000), p.y_f16);
-        continue;
-      }
-      constexpr int kRowsPerPass = 32 / kUnitReduceLanes;
-      const int sub = lane % kUnitReduceLanes;
-      // Row `row` of the group (wr + r: up's row r under Swiglu) as the fixed tree: lane `sub` of
-      // the row's 8 adds dots sub, sub + 8, ... in order, then a 3-step shuffle. The whole warp
-      // calls it (the shuffles stay converged); lanes past the group's rows add nothing.
-      const auto row_sum = [&](int row, bool on) {
-        float acc = 0.0f;
-        if (on)
-          for (int b = sub; b < np; b += kUnitReduceLanes)
-            acc += part[row * np + b];
-#pragma unroll
-        for (int o = kUnitReduceLanes / 2; o > 0; o >>= 1)
-          acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        return acc;
-      };
-      for (int r0 = 0; r0 < wr; r0 += kRowsPerPass) { // uniform per warp: the shuffles stay converged
-        const int r = r0 + lane / kUnitReduceLanes;
-        float acc = row_sum(r, r < wr);
-        if constexpr (M == Int8xMode::Swiglu) { // up's row r: its own sum, in the same tree
-          float up = row_sum(wr + r, r < wr);
-          // as the swiglu (swiglu_oai) kernel computes it from the two GEMVs' outputs (and the biases)
-          if (sub == 0 && r < wr) {
-            float g = acc;
-            if (fu.gate_bias)
-              g = g + fu.gate_bias[bias_row0 + row0 + r], up = up + fu.up_bias[bias_row0 + row0 + r];
-            store_y(p.y, q.y_off + row0 + r,
-                    fu.glu_clamped ? wo::swiglu::apply_clamped(g, up, fu.glu_alpha, fu.glu_limit)
-                                   : wo::swiglu::apply(g, up),
-                    p.y_f16);
-          }
-          continue;
-        }
-        if (sub == 0 && r < wr) { // linear_fused's epilogue, as variant 3 writes it
-          const int64_t row = row0 + r;
-          void *y = p.y;
-          int64_t yi = q.y_off + row;
-          if (M == Int8xMode::Stacked) (void)segment_row(seg, p.row_bytes, row, y, yi);
-          // row_first's bias and residual are in first_add (landed: the item's wait covers the
-          // bias's group and the residual's, which precede the second chunk's)
-          const bool first = fu.early && grp == first_group && r0 == 0;
-          const float *fa = first_add[warp][lane / kUnitReduceLanes];
-          if (fu.bias) acc = __fadd_rn(acc, first ? fa[0] : fu.bias[row]);
-          if (fu.accumulate) acc = __fadd_rn(first ? fa[1] : static_cast<const float *>(y)[yi], acc);
-          store_y(y, yi, acc, p.y_f16);
-        }
-      }
+      if (tiled || c != chunks - 1) continue;
+      reduce_rows(grp, 0, kRowsPerPass);
       __syncwarp(); // the next group overwrites part[]
+    }
+    if (tiled) {       // CTA-uniform
+      __syncthreads(); // every warp's dots of the group are in part[]
+      if (first_group < ug.n_groups) reduce_rows(first_group, warp * kRowsPerPass, kUnitWarps * kRowsPerPass);
     }
     cp_async_wait<0>(); // nothing left in flight into the stages
   }
@@ -398,11 +440,19 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 // The grid for p (and seg's stacked weights), or n_groups == 0 when the kernel does not take it:
 // no unit dot for the type, rows not cut into whole units, weights or groups not 4-byte aligned
 // (cp.async), or more shared memory than one CTA per SM may hold (kUnitMaxSmem).
-template <class D> size_t unit_smem_bytes(int64_t cols, int rows_per_group) {
-  return unit_stage_bytes(cols) +
-         static_cast<size_t>(kUnitWarps) * rows_per_group * (cols / D::QK) * UnitSplit<UnitDot<D>>::value *
-             sizeof(float) +
+// part_rows: rows of partial dots in shared memory (by warp: kUnitWarps groups' rows; tiled: the CTA's).
+template <class D> int64_t unit_part_floats(int64_t cols, int64_t part_rows) {
+  return part_rows * (cols / D::QK) * UnitSplit<UnitDot<D>>::value;
+}
+template <class D> size_t unit_smem_bytes(int64_t cols, int64_t part_floats) {
+  return unit_stage_bytes(cols) + static_cast<size_t>(part_floats) * sizeof(float) +
          static_cast<size_t>(kUnitWarps) * kUnitStages * unit_chunk_stride<D>();
+}
+
+// WORKER_UNIT_TILED=0: never the tiled grid (A/B; the same bits either way).
+inline bool unit_tiled_enabled() {
+  static const bool v = env_int("WORKER_UNIT_TILED", 0, 1, 1) != 0;
+  return v;
 }
 
 template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) {
@@ -436,7 +486,8 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     int best = 0;
     int64_t best_slots = 0;
     for (int wr = 1; halves * wr <= kUnitMaxRowsPerGroup; wr *= 2) {
-      if (unit_smem_bytes<D>(p.cols, halves * wr) > kUnitMaxSmem) break;
+      if (unit_smem_bytes<D>(p.cols, unit_part_floats<D>(p.cols, kUnitWarps * halves * wr)) > kUnitMaxSmem)
+        break;
       if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
       const int64_t units = halves * wr * nb * UnitSplit<T>::value / T::U, groups = p.rows / wr * problems;
       const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
@@ -448,15 +499,41 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     g.blocks_per_row = static_cast<int>(nb);
     g.units_per_group = static_cast<int>(halves * best * nb * UnitSplit<T>::value / T::U);
     g.copy_bytes = copy_bytes(best);
+    g.rows = p.rows;
+    g.part_floats = unit_part_floats<D>(p.cols, kUnitWarps * halves * best);
+    // Tiled instead, where it shortens the longest warp's chain of chunks: a wave of CTAs (one per
+    // SM, shared by linear_id's problems), each a run of rows whose count is a multiple of `a` (whole
+    // units, 16-byte copies: the last CTA's run, the rest, is aligned alike). Plain and SwiGLU
+    // weights (a stack's segments would split runs); not where the CTA's partial dots do not fit
+    // (the LM heads: ~1,150 rows per CTA).
+    if (unit_tiled_enabled() && act_terms() == 2 && (seg.n == 0 || seg.swiglu)) {
+      int a = 1;
+      while (a <= 64 && ((a * nb * UnitSplit<T>::value) % T::U != 0 || copy_bytes(a) < 16))
+        ++a;
+      const int64_t ctas = std::max<int64_t>(1, warps / kUnitWarps / problems);
+      const int64_t rows_cta = ((p.rows + ctas - 1) / ctas + a - 1) / a * a;
+      const int64_t units = halves * rows_cta * nb * UnitSplit<T>::value / T::U;
+      const int64_t chain = ((units + 31) / 32 + kUnitWarps - 1) / kUnitWarps;
+      const int64_t part = unit_part_floats<D>(p.cols, halves * rows_cta);
+      if (a <= 64 && p.rows % a == 0 && chain < best_slots && units <= (1 << 30) &&
+          unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
+        g.tiled = true;
+        g.n_groups = (p.rows + rows_cta - 1) / rows_cta;
+        g.rows_per_group = static_cast<int>(rows_cta);
+        g.units_per_group = static_cast<int>(units);
+        g.copy_bytes = 16;
+        g.part_floats = part;
+      }
+    }
   }
   return g;
 }
 
 // Opts the kernel into more than 48 KiB of dynamic shared memory, once per instantiation.
-template <class D, Int8xMode M, int kTerms> bool unit_smem_ready() {
-  static const bool ok =
-      cudaFuncSetAttribute(gemv_units_kernel<D, M, kTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kUnitMaxSmem)) == cudaSuccess;
+template <class D, Int8xMode M, int kTerms, bool kTiled = false> bool unit_smem_ready() {
+  static const bool ok = cudaFuncSetAttribute(gemv_units_kernel<D, M, kTerms, kTiled>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(kUnitMaxSmem)) == cudaSuccess;
   return ok;
 }
 
@@ -480,16 +557,24 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     // quant_bench 16.0 -> 14.7 us). Plain GEMVs keep full CTAs (spread, Q4_K 3072x3072 went
     // 5.0 -> 5.25 us). WORKER_UNIT_SPREAD=0: full CTAs for linear_id too.
     const int64_t slots = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count();
-    const int64_t ctas = p.ids && unit_spread()
+    // Tiled: one CTA per group, a wave by construction (unit_grid).
+    const int64_t ctas = g.tiled ? g.n_groups
+                         : p.ids && unit_spread()
                              ? std::min<int64_t>(g.n_groups, std::max<int64_t>(1, slots / problems))
                              : std::min<int64_t>((g.n_groups + kUnitWarps - 1) / kUnitWarps, slots);
     const dim3 grid(static_cast<unsigned>(ctas), grid_y(problems));
-    const size_t smem = unit_smem_bytes<D>(p.cols, (seg.swiglu ? 2 : 1) * g.rows_per_group);
+    const size_t smem = unit_smem_bytes<D>(p.cols, g.part_floats);
     const Int8xMode mode = seg.n == 0   ? Int8xMode::Plain
                            : seg.swiglu ? Int8xMode::Swiglu
                                         : Int8xMode::Stacked;
     const auto [ready, kernel] = with_act_terms([&](auto terms) {
       constexpr int kT = decltype(terms)::value;
+      if constexpr (kT == 2) // the tiled grid only with two terms (unit_grid)
+        if (g.tiled)
+          return mode == Int8xMode::Plain ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT, true>(),
+                                                           gemv_units_kernel<D, Int8xMode::Plain, kT, true>)
+                                          : std::make_pair(unit_smem_ready<D, Int8xMode::Swiglu, kT, true>(),
+                                                           gemv_units_kernel<D, Int8xMode::Swiglu, kT, true>);
       return mode == Int8xMode::Plain    ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT>(),
                                                           gemv_units_kernel<D, Int8xMode::Plain, kT>)
              : mode == Int8xMode::Swiglu ? std::make_pair(unit_smem_ready<D, Int8xMode::Swiglu, kT>(),
