@@ -732,11 +732,13 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
 // (UnitGrid::tiled: plain weights and SwiGLU pairs, never a stack's segments). Either way a row's sum
 // is the same fixed tree of its blocks' dots, so a weight at shapes the tiled grid takes (GPT-OSS's
 // 2880 x 2880 expert, Phi-3's 9216 x 3072 q/k/v and 3072 x 8192 down projection, 896 x 4864, whose
-// last CTA's run is shorter) gives the bits of its two halves run as a stack (warp groups).
+// last CTA's run is shorter, and Q4_K/Q5_K 2880 x 4864, whose runs of 22 rows leave 418 partial dots:
+// the chunk stages after them must still start on 16 bytes) gives the bits of its two halves run
+// as a stack (warp groups).
 TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
   if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
-  const ShapeCase shapes[] = {{896, 4864}, {2880, 2880}, {9216, 3072}, {3072, 8192}};
+  const ShapeCase shapes[] = {{896, 4864}, {2880, 2880}, {9216, 3072}, {3072, 8192}, {2880, 4864}};
   int checked = 0;
   for (uint32_t type : kPlugin.types)
     for (const auto &sc : shapes) {

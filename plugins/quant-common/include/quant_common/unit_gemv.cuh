@@ -440,9 +440,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
 // The grid for p (and seg's stacked weights), or n_groups == 0 when the kernel does not take it:
 // no unit dot for the type, rows not cut into whole units, weights or groups not 4-byte aligned
 // (cp.async), or more shared memory than one CTA per SM may hold (kUnitMaxSmem).
-// part_rows: rows of partial dots in shared memory (by warp: kUnitWarps groups' rows; tiled: the CTA's).
+// part_rows: rows of partial dots in shared memory (by warp: kUnitWarps groups' rows; tiled: the
+// CTA's), rounded up to whole 16 bytes: the chunk stages after them take 16-byte cp.async (a tiled
+// run of 7 rows of 19 blocks, 133 floats, put them off 16 and faulted "misaligned address").
 template <class D> int64_t unit_part_floats(int64_t cols, int64_t part_rows) {
-  return part_rows * (cols / D::QK) * UnitSplit<UnitDot<D>>::value;
+  return (part_rows * (cols / D::QK) * UnitSplit<UnitDot<D>>::value + 3) / 4 * 4;
 }
 template <class D> size_t unit_smem_bytes(int64_t cols, int64_t part_floats) {
   return unit_stage_bytes(cols) + static_cast<size_t>(part_floats) * sizeof(float) +
@@ -515,6 +517,9 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
       const int64_t units = halves * rows_cta * nb * UnitSplit<T>::value / T::U;
       const int64_t chain = ((units + 31) / 32 + kUnitWarps - 1) / kUnitWarps;
       const int64_t part = unit_part_floats<D>(p.cols, halves * rows_cta);
+      // (Also on ties where the tiled grid spreads the rows over more SMs, e.g. Qwen's 896 x 4864 Q4_K
+      // down projection on 128 CTAs instead of 56: H100, one call, Qwen 1403.5/1293.8,
+      // 1401.5/1296.5 -> 1364.3/1263.4, 1387.7/1276.5, Phi-3 -1%. Not kept.)
       if (a <= 64 && p.rows % a == 0 && chain < best_slots && units <= (1 << 30) &&
           unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
         g.tiled = true;
