@@ -17,6 +17,7 @@
 #include "plugins/registry.hpp"
 #include "sampling/gpu_sampler.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/sdk.hpp>
 
 #include <cuda_profiler_api.h>
@@ -120,6 +121,9 @@ struct Bench {
   const Options &o;
   std::unique_ptr<wo::engine::Engine> engine;
   std::unique_ptr<wo::sampling::GpuSampler> sampler;
+  // WORKER_RUN_AHEAD=0: decode steps queued after the host's wait for the token before them, as the
+  // worker then queues them (generation/engine_backend.cpp).
+  const bool run_ahead = !wo::env_switched_off("WORKER_RUN_AHEAD");
   std::mt19937 rng{1234};
 
   std::vector<int32_t> random_prompt(int n) {
@@ -161,11 +165,21 @@ struct Bench {
     return {total, prefill};
   }
 
+  // One decode step as the worker queues it (generation/engine_backend.cpp): the forward of the
+  // device's last id at `pos`, the sampler's kernels and the copy of the new id; its ticket.
+  int queue_step(int64_t pos) {
+    wo::sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    engine->forward(sampler->device_id(), 1, pos, false, true);
+    sampler->sample(engine->logits_device(), greedy, 0);
+    return sampler->request_id();
+  }
+
   // Decode after a prompt of `depth` tokens: 8 warm-up steps (graph captures made), then `steps`
-  // measured ones. A step is the forward's replay and the sampler's kernels that follow it (the
-  // host's wait for the token id lies between steps). at_step(i) runs on the host before measured
-  // step i is launched, and at_step(steps) after the last one has finished. The session stays
-  // open for the caller. Returns the depth used (depth 0 = a one-token prompt, as decode()).
+  // measured ones, queued as the worker queues them: one step ahead of the host's wait for the
+  // previous token (WORKER_RUN_AHEAD=0: after it). at_step(i) runs on the host before measured
+  // step i is queued, and at_step(steps) after the last one has finished. The session stays open
+  // for the caller. Returns the depth used (depth 0 = a one-token prompt, as decode()).
   template <class F> int measured_decode(int depth_arg, int steps, F &&at_step) {
     const int depth = std::max(depth_arg, 1);
     auto ids = random_prompt(depth);
@@ -175,13 +189,19 @@ struct Bench {
     sampler->reset();
     engine->forward(ids.data(), depth, 0, false);
     sampler->sample(engine->logits_device(), greedy, 0);
-    sampler->fetch_id();
+    int ticket = sampler->request_id();
     for (int i = 0; i < 8 + steps; ++i) {
       if (i >= 8) at_step(i - 8);
-      engine->forward(sampler->device_id(), 1, depth + i, false, true);
-      sampler->sample(engine->logits_device(), greedy, 0);
-      sampler->fetch_id();
+      if (run_ahead) {
+        const int next = queue_step(depth + i);
+        sampler->wait_id(ticket);
+        ticket = next;
+      } else {
+        sampler->wait_id(ticket);
+        ticket = queue_step(depth + i);
+      }
     }
+    sampler->wait_id(ticket);
     engine->synchronize();
     at_step(steps);
     return depth;
@@ -228,7 +248,9 @@ struct Bench {
   }
 
   // Decode n_decode tokens after a prompt of `depth` tokens, the way the worker does: sample on
-  // the device, copy the id, feed it back. Per-token latencies in ms.
+  // the device, copy the id, feed it back, one step queued ahead of the host's wait for the
+  // token before it (WORKER_RUN_AHEAD=0: after it). Per-token latencies in ms: the time between
+  // consecutive tokens reaching the host (the first from the prompt's token).
   // Depth 0 (llama-bench's tg at an empty context) starts from a one-token prompt: a forward needs
   // at least one token.
   std::vector<double> decode(int depth_arg) {
@@ -242,12 +264,19 @@ struct Bench {
     sampler->sample(engine->logits_device(), greedy, 0);
     sampler->fetch_id();
     std::vector<double> lat;
+    auto t0 = Clock::now();
+    int ticket = run_ahead ? queue_step(depth) : -1;
     for (int i = 0; i < o.n_decode; ++i) {
-      auto t0 = Clock::now();
-      engine->forward(sampler->device_id(), 1, depth + i, false, true);
-      sampler->sample(engine->logits_device(), greedy, 0);
-      sampler->fetch_id();
-      lat.push_back(secs_since(t0) * 1e3);
+      if (run_ahead) {
+        const int next = i + 1 < o.n_decode ? queue_step(depth + i + 1) : -1;
+        sampler->wait_id(ticket);
+        ticket = next;
+      } else {
+        sampler->wait_id(queue_step(depth + i));
+      }
+      const auto t1 = Clock::now();
+      lat.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      t0 = t1;
     }
     engine->end_session();
     return lat;

@@ -4,6 +4,7 @@
 #include "observe/log.hpp"
 #include "plugins/registry.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/sdk.hpp>
 #include <worker/utf8_stream.hpp>
 
@@ -45,6 +46,7 @@ EngineBackend::EngineBackend(std::unique_ptr<wo::engine::Engine> engine) : engin
   // in the middle of a job), jobs allocate nothing, and the decode graphs captured by the first
   // job serve the next ones. Each job restarts the sequence at position 0.
   engine_->begin_session();
+  run_ahead_ = !wo::env_switched_off("WORKER_RUN_AHEAD");
   if (const char *d = std::getenv("WORKER_DEBUG_STEP_LOGITS")) {
     const std::string spec = d;
     const size_t colon = spec.find(':');
@@ -97,6 +99,15 @@ uint32_t EngineBackend::count_prompt_tokens(const std::string &prompt) {
 wo::http::JobResult EngineBackend::run(const wo::http::JobRequest &req, wo::http::TokenSink &sink,
                                        const std::atomic<bool> &cancel, Clock::time_point deadline) {
   wo::http::JobResult r = run_job(req, sink, cancel, deadline);
+  // The step run_job queued ahead of a token that ended the job (run-ahead) finishes here, so
+  // that no work of this job outlives it. Its results are not used; a CUDA error it met marks the
+  // worker unhealthy as any other would.
+  try {
+    engine_->synchronize();
+  } catch (const wo::Error &e) {
+    std::lock_guard<std::mutex> lk(facts_mu_);
+    if (e.status() == WO_ERR_CUDA) facts_.healthy = false;
+  }
   // /health reports what stays allocated between jobs: weights, the reserved session, scratch.
   std::lock_guard<std::mutex> lk(facts_mu_);
   facts_.vram_bytes_used = engine_->vram().total_current;
@@ -150,14 +161,34 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
   try {
     sampler_->reset();
     engine_->forward(prompt.data(), n_in, 0, false);
+    // Token i from the logits last queued: its draw, the sampler's kernels and the copy of the id
+    // to the host, queued (the debug dump waits for those logits first).
+    const auto queue_token = [&](int64_t i) {
+      if (i == debug_step_) engine_->dump_logits(debug_step_file_);
+      const double u = sp.greedy() ? 0.0 : wo::sampling::uniform_from_bits(rng());
+      sampler_->sample(engine_->logits_device(), sp, u);
+      return sampler_->request_id();
+    };
+    // The step that reads token i (the device's copy) and samples token i + 1.
+    const auto queue_step = [&](int64_t i) {
+      engine_->forward(sampler_->device_id(), 1, n_in + i, false, true);
+      return queue_token(i + 1);
+    };
+    // Run-ahead: that step is queued before the host waits for token i, so the host's wait, its
+    // handling of the token and the step's launches overlap the GPU's work instead of idling it
+    // between steps (H100 decode: Qwen2.5-0.5B +0.8-1.3%, GPT-OSS +0.8% at depth 0, Phi-3 even).
+    // A job that ends on end-of-generation, a stop sequence or a cancel leaves that one step
+    // behind; run() waits for it before the job ends. The tokens are the same: the step reads the
+    // device's id, and the draws are made in the same order.
+    int ticket = queue_token(0);
     Clock::time_point t_first{};
     for (int64_t i = 0; i < budget; ++i) {
       if (cancel.load()) return failure(CANCELLED, "job cancelled", false);
       if (Clock::now() >= deadline) return failure(INFERENCE_TIMEOUT, "inference deadline passed", true);
-      if (i == debug_step_) engine_->dump_logits(debug_step_file_);
-      const double u = sp.greedy() ? 0.0 : wo::sampling::uniform_from_bits(rng());
-      sampler_->sample(engine_->logits_device(), sp, u);
-      const int32_t id = sampler_->fetch_id();
+      const bool more = i + 1 < budget;
+      const int next = run_ahead_ && more ? queue_step(i) : -1;
+      const int32_t id = sampler_->wait_id(ticket);
+      ticket = next;
       if (i == 0) {
         t_first = Clock::now();
         result.time_to_first_token_ms = ms_since(t_start);
@@ -177,7 +208,7 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
         return result;
       }
       result.stop_reason = wo::http::StopReason::max_tokens;
-      if (i + 1 < budget) engine_->forward(sampler_->device_id(), 1, n_in + i, false, true);
+      if (!run_ahead_ && more) ticket = queue_step(i);
     }
     // End without a stop match: what the assembler and the matcher held back is text too.
     auto tail = stops.feed(utf8.flush());

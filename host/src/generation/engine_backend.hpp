@@ -39,6 +39,9 @@ private:
   // is chosen from to FILE, as `worker-orcd run --step N --step-logits-out FILE` does.
   int64_t debug_step_ = -1;
   std::string debug_step_file_;
+  // WORKER_RUN_AHEAD=0: queue each decode step after the host has handled the token before it
+  // (the order before run-ahead; A/B and debugging). The tokens are the same either way.
+  bool run_ahead_ = true;
 };
 
 } // namespace wo::generation

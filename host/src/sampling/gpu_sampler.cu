@@ -198,7 +198,14 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
   d_seen_ = static_cast<uint8_t *>(take(n));
   d_id_ = static_cast<int32_t *>(take(sizeof(int32_t)));
   d_temp_ = take(temp_bytes_ ? temp_bytes_ : 1);
-  cuda_check(cudaMallocHost(&h_id_, sizeof(int32_t)), "pinned id buffer");
+  try {
+    cuda_check(cudaMallocHost(&h_id_, kIdSlots * sizeof(int32_t)), "pinned id buffer");
+    for (cudaEvent_t &e : copied_)
+      cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "id copy event");
+  } catch (...) {
+    this->~GpuSampler();
+    throw;
+  }
   reset();
 }
 
@@ -213,6 +220,10 @@ GpuSampler::~GpuSampler() {
   d_temp_ = nullptr;
   if (h_id_) cudaFreeHost(h_id_);
   h_id_ = nullptr;
+  for (cudaEvent_t &e : copied_) {
+    if (e) cudaEventDestroy(e);
+    e = nullptr;
+  }
 }
 
 void GpuSampler::reset() {
@@ -246,11 +257,21 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
   cuda_check(cudaGetLastError(), "filter/draw kernel");
 }
 
-int32_t GpuSampler::fetch_id() {
-  cuda_check(cudaMemcpyAsync(h_id_, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+int GpuSampler::request_id() {
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kIdSlots;
+  cuda_check(cudaMemcpyAsync(h_id_ + slot, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
              "copying the id");
-  cuda_check(cudaStreamSynchronize(stream_), "waiting for the sampler");
-  return *h_id_;
+  cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id copy");
+  return slot;
+}
+
+int32_t GpuSampler::wait_id(int ticket) {
+  if (ticket < 0 || ticket >= kIdSlots)
+    throw wo::Error(WO_ERR_INVALID_ARGUMENT, "sampler: id ticket " + std::to_string(ticket) + " outside 0.." +
+                                                 std::to_string(kIdSlots - 1));
+  cuda_check(cudaEventSynchronize(copied_[ticket]), "waiting for the sampler");
+  return h_id_[ticket];
 }
 
 } // namespace wo::sampling

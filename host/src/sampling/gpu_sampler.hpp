@@ -34,7 +34,16 @@ public:
   const int32_t *device_id() const { return d_id_; }
 
   // Copy the last chosen id to the host (waits for the stream).
-  int32_t fetch_id();
+  int32_t fetch_id() { return wait_id(request_id()); }
+
+  // The same in two halves, so that a decode loop can queue the next step before it waits for this
+  // token (run-ahead: the step that reads device_id() is queued behind the copy, and the host's
+  // wait, token handling and launches overlap the GPU's work instead of leaving it idle between
+  // steps). request_id queues the copy of the last chosen id and returns its ticket; wait_id waits
+  // for that copy only. Up to kIdSlots copies may be in flight.
+  static constexpr int kIdSlots = 2;
+  int request_id();
+  int32_t wait_id(int ticket);
 
 private:
   int64_t n_vocab_;
@@ -46,7 +55,9 @@ private:
   int32_t *d_id_ = nullptr;
   void *d_temp_ = nullptr;
   size_t temp_bytes_ = 0;
-  int32_t *h_id_ = nullptr; // pinned
+  int32_t *h_id_ = nullptr;                  // pinned, kIdSlots
+  cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done
+  int next_slot_ = 0;
 };
 
 } // namespace wo::sampling

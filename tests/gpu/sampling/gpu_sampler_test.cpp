@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace wo::sampling;
 
@@ -50,7 +51,8 @@ std::vector<float> random_logits(size_t n, uint32_t seed, float sd) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, sd);
   std::vector<float> l(n);
-  for (auto &x : l) x = d(rng);
+  for (auto &x : l)
+    x = d(rng);
   return l;
 }
 
@@ -138,6 +140,40 @@ TEST(GpuSampler, RepetitionPenaltyChangesGreedyChoice) {
   f.sampler->reset();
   f.sampler->sample(f.d_logits, sp, 0.0);
   EXPECT_EQ(f.sampler->fetch_id(), 1);
+}
+
+// Run-ahead decode keeps two id copies in flight: each ticket gives the id chosen when it was
+// requested, whichever is waited for first, and later choices (which overwrite the device's id)
+// do not reach an earlier ticket. Random logits: the penalty makes each greedy choice differ.
+TEST(GpuSampler, TicketsKeepTheirIdsWhileTheNextIsChosen) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 1000;
+  Fixture f(n);
+  f.upload(random_logits(n, 11, 3.0f));
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.repetition_penalty = 1e6f; // a chosen id is never chosen again
+  std::vector<int32_t> want;    // the same choices, one synchronous fetch each
+  for (int i = 0; i < 6; ++i) {
+    f.sampler->sample(f.d_logits, sp, 0.0);
+    want.push_back(f.sampler->fetch_id());
+  }
+  f.sampler->reset();
+  std::vector<int32_t> got;
+  f.sampler->sample(f.d_logits, sp, 0.0);
+  int ticket = f.sampler->request_id();
+  for (int i = 1; i <= 6; ++i) {
+    int next = -1;
+    if (i < 6) { // the next choice queued before the previous one is read
+      f.sampler->sample(f.d_logits, sp, 0.0);
+      next = f.sampler->request_id();
+    }
+    got.push_back(f.sampler->wait_id(ticket));
+    ticket = next;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(std::set<int32_t>(want.begin(), want.end()).size(), want.size()) << "choices should differ";
+  EXPECT_THROW(f.sampler->wait_id(GpuSampler::kIdSlots), std::exception);
 }
 
 TEST(GpuSampler, SameUniformSameId) {
