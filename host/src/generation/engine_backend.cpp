@@ -174,9 +174,11 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
       engine_->forward(sampler_->device_id(), 1, n_in + i, false, true);
       return queue_token(i + 1);
     };
-    // Run-ahead: that step is queued before the host waits for token i, so the host's wait, its
-    // handling of the token and the step's launches overlap the GPU's work instead of idling it
-    // between steps (H100 decode: Qwen2.5-0.5B +0.8-1.3%, GPT-OSS +0.8% at depth 0, Phi-3 even).
+    // Run-ahead: from token 1 on, that step is queued before the host waits for token i, so the
+    // host's wait, its handling of the token and the step's launches overlap the GPU's work
+    // instead of idling it between steps (H100 decode: Qwen2.5-0.5B +0.8-1.3%, GPT-OSS +0.8% at
+    // depth 0, Phi-3 even; served over HTTP, Qwen's inter-token latency -2.6%). Not before token
+    // 0: the first step's launch (and a graph capture at a new bucket) would delay the first token.
     // A job that ends on end-of-generation, a stop sequence or a cancel leaves that one step
     // behind; run() waits for it before the job ends. The tokens are the same: the step reads the
     // device's id, and the draws are made in the same order.
@@ -185,8 +187,8 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
     for (int64_t i = 0; i < budget; ++i) {
       if (cancel.load()) return failure(CANCELLED, "job cancelled", false);
       if (Clock::now() >= deadline) return failure(INFERENCE_TIMEOUT, "inference deadline passed", true);
-      const bool more = i + 1 < budget;
-      const int next = run_ahead_ && more ? queue_step(i) : -1;
+      const bool more = i + 1 < budget, ahead = run_ahead_ && i > 0;
+      const int next = ahead && more ? queue_step(i) : -1;
       const int32_t id = sampler_->wait_id(ticket);
       ticket = next;
       if (i == 0) {
@@ -208,7 +210,7 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
         return result;
       }
       result.stop_reason = wo::http::StopReason::max_tokens;
-      if (!run_ahead_ && more) ticket = queue_step(i);
+      if (!ahead && more) ticket = queue_step(i);
     }
     // End without a stop match: what the assembler and the matcher held back is text too.
     auto tail = stops.feed(utf8.flush());

@@ -6,13 +6,14 @@
 // 28% busy on a 15 MB Q4_K GEMV): it is bound by instruction issue, not by bytes. Here:
 //
 // - A warp owns a group of rows_per_group consecutive rows (or, in the tiled grid, a CTA owns one
-//   run of rows and its warps take the run's chunks in turn; see UnitGrid). Rows are contiguous, so the group
-//   is one run of blocks, cut into units of U blocks (unit_dots.cuh). The warp copies the group in chunks of
-//   32 units into shared memory with coalesced 16-byte cp.async (every warp instruction covers 512 contiguous
-//   bytes; no registers wait on memory), double-buffered so the next chunk lands while lane l computes unit l
-//   of this one from U * BYTES / A vector loads at compile-time offsets. (Lanes loading their own units from
-//   global memory touched ~32 lines per instruction and waited on latency: ncu, 28% of DRAM bandwidth on a 15
-//   MB Q4_K GEMV.) A unit may end in the next row: each block's dot is stored by its index in the group.
+//   run of rows and its warps take the run's chunks in turn; see UnitGrid). Rows are contiguous, so
+//   the group is one run of blocks, cut into units of U blocks (unit_dots.cuh). The warp copies the
+//   group in chunks of 32 units into shared memory with coalesced 16-byte cp.async (every warp
+//   instruction covers 512 contiguous bytes; no registers wait on memory), double-buffered so the
+//   next chunk lands while lane l computes unit l of this one from U * BYTES / A vector loads at
+//   compile-time offsets. (Lanes loading their own units from global memory touched ~32 lines per
+//   instruction and waited on latency: ncu, 28% of DRAM bandwidth on a 15 MB Q4_K GEMV.) A unit may
+//   end in the next row: each block's dot is stored by its index in the group.
 // - The activations are staged once per CTA as in variant 3 (the same int8 terms), swizzled so
 //   lanes reading different column blocks hit different banks.
 // - Each row's sum is a fixed tree over its blocks' dots (8 lanes per row, lane s adds blocks
