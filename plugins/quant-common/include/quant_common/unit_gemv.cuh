@@ -507,8 +507,9 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     // Tiled instead, where it shortens the longest warp's chain of chunks: a wave of CTAs (one per
     // SM, shared by linear_id's problems), each a run of rows whose count is a multiple of `a` (whole
     // units, 16-byte copies: the last CTA's run, the rest, is aligned alike). Plain and SwiGLU
-    // weights (a stack's segments would split runs); not where the CTA's partial dots do not fit
-    // (the LM heads: ~1,150 rows per CTA).
+    // weights (a stack's segments would split runs; runs cut per segment measured even on GPT-OSS's
+    // q/k/v, docs/perf.md); not where the CTA's partial dots do not fit (the LM heads: ~1,150 rows
+    // per CTA).
     if (unit_tiled_enabled() && act_terms() == 2 && (seg.n == 0 || seg.swiglu)) {
       int a = 1;
       while (a <= 64 && ((a * nb * UnitSplit<T>::value) % T::U != 0 || copy_bytes(a) < 16))
