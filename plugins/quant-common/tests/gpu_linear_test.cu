@@ -210,7 +210,11 @@ bool unit_gemv_weight(uint32_t type, int64_t rows, int64_t cols) {
   if (v && std::string(v) == "3") return false;
   if (static_cast<uint64_t>(rows) * wo::ggml::row_bytes(type, cols) < wo::quant::dev::kUnitMinBytes)
     return false;
-  if (type == wo::ggml::Q6_K && wo::ggml::row_bytes(type, cols) % 8 != 0) return false; // see unit_weight
+  // see unit_weight: Q6_K rows of no 8-byte multiple only on the tiled grid (runs of whole 16 bytes)
+  if (type == wo::ggml::Q6_K && wo::ggml::row_bytes(type, cols) % 8 != 0 &&
+      (!wo::quant::dev::unit_tiled_enabled() || wo::quant::dev::act_terms() != 2 ||
+       rows % wo::quant::dev::rows_of_16_bytes(wo::ggml::row_bytes(type, cols)) != 0))
+    return false;
   for (uint32_t t :
        {wo::ggml::Q4_K, wo::ggml::Q5_K, wo::ggml::Q6_K, wo::ggml::Q8_0, wo::ggml::Q5_0, wo::ggml::MXFP4})
     if (t == type) return true;
@@ -223,7 +227,18 @@ struct LaunchCase {
   int64_t cols;
   int64_t rows[3];
 };
-const LaunchCase kLaunchCases[] = {{896, {896, 128, 136}}, {2048, {2048, 1024, 1032}}};
+// 1280 columns: Q6_K rows of 1050 bytes (no 8-byte multiple: the unit GEMV only on the tiled grid).
+const LaunchCase kLaunchCases[] = {
+    {896, {896, 128, 136}}, {2048, {2048, 1024, 1032}}, {1280, {1000, 1008, 1016}}};
+
+// A one-launch stack of these weights declines (and the engine runs the linears apart): Q6_K weights
+// whose rows are no 8-byte multiple take the unit GEMV only on the tiled grid, which takes no stack.
+bool stack_declines(uint32_t type, int64_t cols, std::initializer_list<int64_t> rows) {
+  if (type != wo::ggml::Q6_K || wo::ggml::row_bytes(type, cols) % 8 == 0) return false;
+  for (int64_t r : rows)
+    if (unit_gemv_weight(type, r, cols)) return true;
+  return false;
+}
 
 TEST_F(GpuCodec, LinearMatchesFp64ReferenceAtModelShapes) {
   for (uint32_t type : kPlugin.types) {
@@ -699,6 +714,15 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
       DeviceArray<float> x(xf.size());
       x.upload(xf.data(), xf.size());
       const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+      if (stack_declines(type, cols, {rows[0], rows[1], rows[2]})) {
+        const std::vector<float> sentinel(static_cast<size_t>(rows[0]), 7.0f);
+        y[0]->upload(sentinel.data(), sentinel.size());
+        EXPECT_EQ(q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1),
+                  WO_ERR_UNSUPPORTED);
+        dev->sync();
+        EXPECT_EQ(y[0]->download(sentinel.size()), sentinel) << "a declined linear_multi wrote its output";
+        continue;
+      }
       const wo_status st = q->linear_multi(dev->host(), 3, tw, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1);
       if (!block_type) {
         EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << wo::ggml::type_name(type) << ": plain types have no int8 GEMV";
@@ -734,7 +758,8 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
 // 2880 x 2880 expert, Phi-3's 9216 x 3072 q/k/v and 3072 x 8192 down projection, 896 x 4864, whose
 // last CTA's run is shorter, and Q4_K/Q5_K 2880 x 4864, whose runs of 22 rows leave 418 partial dots:
 // the chunk stages after them must still start on 16 bytes) gives the bits of its two halves run
-// as a stack (warp groups).
+// as a stack (warp groups). Q6_K's 896 x 4864 (3990-byte rows) runs only tiled and its stack
+// declines: its halves run alone, each tiled in runs of its own.
 TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
   if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
@@ -758,8 +783,14 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
       void *ys[2] = {ya.get(), yb.get()};
       ASSERT_EQ(q->linear(dev->host(), &whole, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK)
           << q->last_error();
-      ASSERT_EQ(q->linear_multi(dev->host(), 2, stack, x.get(), WO_DTYPE_F32, ys, WO_DTYPE_F32, 1), WO_OK)
-          << q->last_error();
+      if (stack_declines(type, cols, {top, rows - top})) { // each half alone: tiled, in runs of its own
+        for (int i = 0; i < 2; ++i)
+          ASSERT_EQ(q->linear(dev->host(), &halves[i], x.get(), WO_DTYPE_F32, ys[i], WO_DTYPE_F32, 1), WO_OK)
+              << q->last_error();
+      } else {
+        ASSERT_EQ(q->linear_multi(dev->host(), 2, stack, x.get(), WO_DTYPE_F32, ys, WO_DTYPE_F32, 1), WO_OK)
+            << q->last_error();
+      }
       dev->sync();
       const auto got = y.download(rows), a = ya.download(top), b = yb.download(rows - top);
       EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + top), a)
@@ -880,19 +911,20 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
       norm.norm_eps = eps;
       void *ty[2] = {y[0].get(), y[1].get()};
       const bool block_type = wo::ggml::type_info(type)->block_elems > 1;
+      const bool declines = stack_declines(type, cols, {rows[0], rows[1]});
       const wo_status st = q->linear_fused(dev->host(), WO_LINEAR_STACK, 2, tw, x.get(), WO_DTYPE_F32, ty,
                                            WO_DTYPE_F32, 1, &norm);
       if (!block_type) {
         EXPECT_EQ(st, WO_ERR_UNSUPPORTED) << tn << ": plain types have no int8 GEMV";
         continue;
       }
-      ASSERT_EQ(st, WO_OK) << tn << ": " << q->last_error();
+      ASSERT_EQ(st, declines ? WO_ERR_UNSUPPORTED : WO_OK) << tn << ": " << q->last_error();
       // The steps apart: the norm kernel, then one linear per weight.
       ASSERT_EQ(wo::kernels::rms_norm(x.get(), g.get(), h.get(), 1, cols, eps, s), cudaSuccess);
       for (int i = 0; i < 2; ++i)
         ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i].get(), WO_DTYPE_F32, 1), WO_OK);
       dev->sync();
-      for (int i = 0; i < 2; ++i)
+      for (int i = 0; i < 2 && !declines; ++i)
         EXPECT_EQ(y[i].download(rows[i]), ref[i].download(rows[i])) << tn << " stack+norm, weight " << i;
 
       // One weight with the norm.

@@ -54,13 +54,33 @@ constexpr size_t kUnitMaxSmem = 224 * 1024; // one CTA per SM (227 KiB at most)
 // (H100, Q5_0 896x896: 2.5 us against 3.0; at 4864x896, 2.9 MB: 5.1 against 3.7).
 constexpr uint64_t kUnitMinBytes = 1 << 20;
 
+// WORKER_UNIT_TILED=0: never the tiled grid (A/B; the same bits either way).
+inline bool unit_tiled_enabled() {
+  static const bool v = env_int("WORKER_UNIT_TILED", 0, 1, 1) != 0;
+  return v;
+}
+
+// The fewest rows whose bytes are whole 16-byte copies (a tiled run's row count is a multiple).
+inline int64_t rows_of_16_bytes(uint64_t row_bytes) {
+  int64_t a = 1;
+  while ((static_cast<uint64_t>(a) * row_bytes) % 16 != 0)
+    ++a;
+  return a;
+}
+
 // Whether variant 5 is the kernel for a weight of `rows` rows (one expert's matrix for linear_id):
 // decided per weight, so a stack of weights runs where each of them would alone.
 template <class D> bool unit_weight(int64_t rows, uint64_t row_bytes) {
-  // Split types (Q6_K) only for rows of 8-byte multiples: Qwen's 896 x 4864 down projection
-  // (3990-byte rows) got 56 CTAs of 4-byte copies, 11.1 us against variant 3's 5.6 (H100, ncu).
+  // Split types (Q6_K) with rows of no 8-byte multiple only on the tiled grid, whose runs start on
+  // 16 bytes: the warp groups' copies would be 4 bytes (Qwen's 896 x 4864 down projection, 3990-byte
+  // rows: 56 CTAs, 11.1 us against variant 3's 5.6, ncu). Tiled, that projection (112 CTAs of 8
+  // rows) took Qwen 1410.4/1306.0, 1415.3/1307.4 -> 1460.7/1340.3, 1460.4/1331.8 tok/s (H100, one
+  // call). A stack of such weights is not tiled (unit_grid declines it), so it goes back to the
+  // host's separate linears, each tiled: the bits of the weights alone.
   if constexpr (has_unit<D>())
-    if (UnitSplit<UnitDot<D>>::value > 1 && row_bytes % 8 != 0) return false;
+    if (UnitSplit<UnitDot<D>>::value > 1 && row_bytes % 8 != 0 &&
+        !(unit_tiled_enabled() && act_terms() == 2 && rows % rows_of_16_bytes(row_bytes) == 0))
+      return false;
   return has_unit<D>() && static_cast<uint64_t>(rows) * row_bytes >= kUnitMinBytes;
 }
 
@@ -452,12 +472,6 @@ template <class D> size_t unit_smem_bytes(int64_t cols, int64_t part_floats) {
          static_cast<size_t>(kUnitWarps) * kUnitStages * unit_chunk_stride<D>();
 }
 
-// WORKER_UNIT_TILED=0: never the tiled grid (A/B; the same bits either way).
-inline bool unit_tiled_enabled() {
-  static const bool v = env_int("WORKER_UNIT_TILED", 0, 1, 1) != 0;
-  return v;
-}
-
 template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) {
   UnitGrid g;
   if constexpr (has_unit<D>()) {
@@ -496,8 +510,10 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
       const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
       if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
     }
-    if (best == 0) return g;
-    g.n_groups = p.rows / best;
+    // Split types with rows of no 8-byte multiple run tiled or not at all (unit_weight).
+    const bool tiled_only = UnitSplit<T>::value > 1 && p.row_bytes % 8 != 0;
+    if (best == 0 && !tiled_only) return g;
+    g.n_groups = p.rows / std::max(best, 1);
     g.rows_per_group = best;
     g.blocks_per_row = static_cast<int>(nb);
     g.units_per_group = static_cast<int>(halves * best * nb * UnitSplit<T>::value / T::U);
@@ -522,7 +538,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
       // (Also on ties where the tiled grid spreads the rows over more SMs, e.g. Qwen's 896 x 4864 Q4_K
       // down projection on 128 CTAs instead of 56: H100, one call, Qwen 1403.5/1293.8,
       // 1401.5/1296.5 -> 1364.3/1263.4, 1387.7/1276.5, Phi-3 -1%. Not kept.)
-      if (a <= 64 && p.rows % a == 0 && chain < best_slots && units <= (1 << 30) &&
+      if (a <= 64 && p.rows % a == 0 && (chain < best_slots || tiled_only) && units <= (1 << 30) &&
           unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
         g.tiled = true;
         g.n_groups = (p.rows + rows_cta - 1) / rows_cta;
@@ -532,6 +548,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
         g.part_floats = part;
       }
     }
+    if (tiled_only && !g.tiled) return UnitGrid{};
   }
   return g;
 }
