@@ -34,6 +34,12 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
 constexpr int kMergeBatch = 8;      // split states a merging thread loads at once
+// Parts of the merge's pass 2 that red_s holds (below): twice kWarps for one row of head_dim <= 64,
+// so that a query's states fit one batch per thread (Qwen2.5 at depth 2048: 33 splits, 4 parts of 9
+// states took two batches, two L2 round trips); wider heads have no threads for more parts.
+__host__ __device__ constexpr int merge_parts_cap(int kr, int hd) {
+  return kr == 1 && hd <= 64 ? 2 * kWarps : kWarps;
+}
 // Decode's blocks when the runtime cannot say how many the GPU holds (resident_blocks): about eight
 // per SM of a 132-SM H100.
 constexpr int64_t kTargetBlocks = 1056;
@@ -59,8 +65,8 @@ __host__ __device__ inline SmemLayout smem_layout(int rows, int hd, int kr) {
   s.stat = s.p + 2 * kTile * kr; // m, l, tile correction (even tiles), merge 1/denominator,
                                  // tile correction (odd tiles): [5][kMaxRows]
   s.e = s.stat + 5 * kMaxRows;   // [kr][kMaxSplits]: the merge's per-split factors
-  s.red = s.e + kr * kMaxSplits; // [kWarps][q_len]: the warps' value sums
-  s.total = s.red + kWarps * s.q_len;
+  s.red = s.e + kr * kMaxSplits; // [kWarps][q_len]: the warps' value sums, then the merge's parts
+  s.total = s.red + merge_parts_cap(kr, hd) * s.q_len;
   return s;
 }
 
@@ -443,9 +449,14 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // loads go out together (kMergeBatch at a time), so a merge of up to parts x kMergeBatch states
   // is one L2 round trip (a loop over r.used, one quad per thread, was ~used / 16 round trips plus
   // one dependent load per state of the remainder: all of Phi-3's 12). The partial sums go where
-  // the value sums were (red_s holds kWarps x G hd floats; this block's were stored above).
+  // the value sums were (red_s holds merge_parts_cap x G hd floats; this block's were stored above).
+  // kWarps parts (fewer where the threads run out), more where kWarps would leave a part more than
+  // kMergeBatch states (Qwen2.5's 33), up to what red_s and the threads hold.
   const int hd4 = hd / 4, n4 = G * hd4;
-  const int parts = max(1, min(kWarps, kThreads / n4));
+  int parts = max(1, min(kWarps, kThreads / n4));
+  if constexpr (kR == 1) // (the other instances' code as before: their cap is kWarps)
+    parts = min(max(1, min(merge_parts_cap(kR, hd), kThreads / n4)),
+                max(parts, (r.used + kMergeBatch - 1) / kMergeBatch));
   const int per = (r.used + parts - 1) / parts;
   const int64_t stride4 = state / 4;
   float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
