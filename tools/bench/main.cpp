@@ -52,7 +52,31 @@ struct Options {
   int profile_prefill = 0; // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
   int timeline = 0;        // > 0: only decode N tokens at the first depth and print their kernel timeline
   int timeline_rows = 24;  // rows of the timeline's class table and of its in-order listing
+  wo::sampling::SamplingParams decode = greedy(); // --sample: the decode steps' sampler (TTFT stays greedy)
+
+  static wo::sampling::SamplingParams greedy() {
+    wo::sampling::SamplingParams p;
+    p.temperature = 0;
+    return p;
+  }
 };
+
+// --sample T,K,P,M: temperature, top-k, top-p, min-p (as a request's fields; T = 0 is greedy).
+wo::sampling::SamplingParams parse_sampling(const std::string &s) {
+  std::vector<std::string> f;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    f.push_back(x);
+  if (f.size() != 4)
+    throw std::runtime_error("--sample: expected T,K,P,M (temperature, top-k, top-p, min-p), found '" + s +
+                             "'");
+  wo::sampling::SamplingParams p;
+  p.temperature = std::stof(f[0]);
+  p.top_k = std::stoi(f[1]);
+  p.top_p = std::stof(f[2]);
+  p.min_p = std::stof(f[3]);
+  return p;
+}
 
 std::vector<int> parse_list(const std::string &s) {
   std::vector<int> v;
@@ -125,6 +149,8 @@ struct Bench {
   // worker then queues them (generation/engine_backend.cpp).
   const bool run_ahead = !wo::env_switched_off("WORKER_RUN_AHEAD");
   std::mt19937 rng{1234};
+  std::mt19937_64 draws{42}; // the sampler's uniforms (--sample), as the worker draws them
+  double next_u() { return wo::sampling::uniform_from_bits(draws()); }
 
   std::vector<int32_t> random_prompt(int n) {
     std::uniform_int_distribution<int32_t> d(
@@ -168,10 +194,8 @@ struct Bench {
   // One decode step as the worker queues it (generation/engine_backend.cpp): the forward of the
   // device's last id at `pos`, the sampler's kernels and the copy of the new id; its ticket.
   int queue_step(int64_t pos) {
-    wo::sampling::SamplingParams greedy;
-    greedy.temperature = 0;
     engine->forward(sampler->device_id(), 1, pos, false, true);
-    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->sample(engine->logits_device(), o.decode, next_u());
     return sampler->request_id();
   }
 
@@ -184,11 +208,9 @@ struct Bench {
     const int depth = std::max(depth_arg, 1);
     auto ids = random_prompt(depth);
     engine->begin_session(depth + steps + 16);
-    wo::sampling::SamplingParams greedy;
-    greedy.temperature = 0;
     sampler->reset();
     engine->forward(ids.data(), depth, 0, false);
-    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->sample(engine->logits_device(), o.decode, next_u());
     int ticket = sampler->request_id();
     for (int i = 0; i < 8 + steps; ++i) {
       if (i >= 8) at_step(i - 8);
@@ -257,11 +279,9 @@ struct Bench {
     const int depth = std::max(depth_arg, 1);
     auto ids = random_prompt(depth);
     engine->begin_session(depth + o.n_decode + 8);
-    wo::sampling::SamplingParams greedy;
-    greedy.temperature = 0;
     sampler->reset();
     engine->forward(ids.data(), depth, 0, false);
-    sampler->sample(engine->logits_device(), greedy, 0);
+    sampler->sample(engine->logits_device(), o.decode, next_u());
     sampler->fetch_id();
     std::vector<double> lat;
     auto t0 = Clock::now();
@@ -478,6 +498,8 @@ int main(int argc, char **argv) {
             "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
             "             [--timeline N] [--timeline-rows 24]  (decode N tokens at the first depth and\n"
             "              print their kernels as they ran: busy and exposed time per kernel; CUPTI)\n"
+            "             [--sample T,K,P,M]  (decode with temperature T, top-k K, top-p P, min-p M\n"
+            "              instead of greedy; 0.8,40,0.95,0.05 as a chat request might)\n"
             "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
             "[--json]\n");
         return 0;
@@ -509,6 +531,8 @@ int main(int argc, char **argv) {
         o.http = h.url = value();
       else if (a == "--prompt")
         h.prompt = value();
+      else if (a == "--sample")
+        o.decode = parse_sampling(value());
       else
         throw std::runtime_error("unknown option '" + a + "' (see --help)");
     }
