@@ -45,6 +45,10 @@ public:
   int request_id();
   int32_t wait_id(int ticket);
 
+  // Top-k requests whose candidates fit one block skip the vocabulary sort (the same draws);
+  // false sorts everything (WORKER_SAMPLER_TOPK_FAST=0, and the tests that compare the two).
+  void set_topk_fast(bool on) { topk_fast_ = on; }
+
 private:
   int64_t n_vocab_;
   cudaStream_t stream_;
@@ -58,6 +62,7 @@ private:
   int32_t *h_id_ = nullptr;                  // pinned, kIdSlots
   cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done
   int next_slot_ = 0;
+  bool topk_fast_ = true;
 };
 
 } // namespace wo::sampling

@@ -228,3 +228,62 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
     ++seed;
   }
 }
+
+// Top-k requests skip the vocabulary sort when the tiles' candidates fit one block
+// (GpuSampler::set_topk_fast): the draws must be the full sort's, id for id, over sequences whose
+// repetition history evolves, with ties (logits in steps of 0.5, and -0.0 beside +0.0, which the
+// sort orders as equal: by id), tiny and large vocabularies, and top-k 1.
+TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  auto mk = [](float t, int k, float p, float mp, float pen) {
+    SamplingParams s;
+    s.temperature = t;
+    s.top_k = k;
+    s.top_p = p;
+    s.min_p = mp;
+    s.repetition_penalty = pen;
+    return s;
+  };
+  struct Case {
+    const char *name;
+    int64_t n;
+    bool ties;
+    SamplingParams sp;
+  };
+  const Case cases[] = {
+      {"qwen vocab, chat filters", 151936, false, mk(0.8f, 40, 0.95f, 0.05f, 1.1f)},
+      {"gpt-oss vocab, top-k 40", 201088, false, mk(1.0f, 40, 1.0f, 0.0f, 1.0f)},
+      {"phi-3 vocab, top-k 200, top-p 0.9", 32064, false, mk(0.7f, 200, 0.9f, 0.0f, 1.3f)},
+      {"ties in steps of 0.5 and signed zeros", 50000, true, mk(1.0f, 50, 1.0f, 0.0f, 1.2f)},
+      {"top-k 1", 151936, false, mk(0.9f, 1, 1.0f, 0.0f, 1.0f)},
+      {"vocabulary of 64, top-k 10", 64, false, mk(1.5f, 10, 0.9f, 0.02f, 1.0f)},
+      {"too many candidates: the full sort either way", 3000, false, mk(1.0f, 2000, 1.0f, 0.0f, 1.0f)},
+  };
+  uint32_t seed = 101;
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.name);
+    auto l = random_logits(static_cast<size_t>(c.n), seed++, 2.0f);
+    if (c.ties)
+      for (size_t i = 0; i < l.size(); ++i)
+        l[i] = i % 7 == 0 ? (i % 2 ? -0.0f : 0.0f) : std::round(l[i] * 2.0f) / 2.0f;
+    Fixture fast(c.n), full(c.n);
+    fast.upload(l);
+    full.upload(l);
+    fast.sampler->set_topk_fast(true);
+    full.sampler->set_topk_fast(false);
+    std::mt19937_64 rng(seed * 31u);
+    int differ = 0;
+    std::set<int32_t> seen_ids;
+    for (int step = 0; step < 200; ++step) {
+      const double u = uniform_from_bits(rng());
+      fast.sampler->sample(fast.d_logits, c.sp, u);
+      full.sampler->sample(full.d_logits, c.sp, u);
+      const int32_t a = fast.sampler->fetch_id(), b = full.sampler->fetch_id();
+      differ += a != b;
+      seen_ids.insert(a);
+      ASSERT_EQ(a, b) << "step " << step << " u=" << u;
+    }
+    EXPECT_EQ(differ, 0);
+    std::printf("  %s: 200 draws equal, %zu distinct ids\n", c.name, seen_ids.size());
+  }
+}
