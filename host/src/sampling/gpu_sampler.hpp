@@ -45,9 +45,10 @@ public:
   int request_id();
   int32_t wait_id(int ticket);
 
-  // Top-k requests whose candidates fit one block skip the vocabulary sort (the same draws);
-  // false sorts everything (WORKER_SAMPLER_TOPK_FAST=0, and the tests that compare the two).
-  void set_topk_fast(bool on) { topk_fast_ = on; }
+  // The paths that skip the vocabulary sort: top-k requests whose candidates fit one block (the
+  // sorted path's draws, id for id), and requests without top-k and top-p (the same distribution,
+  // drawn in id order). false sorts everything (WORKER_SAMPLER_FAST=0, and the tests that compare).
+  void set_fast_paths(bool on) { fast_paths_ = on; }
 
 private:
   int64_t n_vocab_;
@@ -62,7 +63,7 @@ private:
   int32_t *h_id_ = nullptr;                  // pinned, kIdSlots
   cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done
   int next_slot_ = 0;
-  bool topk_fast_ = true;
+  bool fast_paths_ = true;
 };
 
 } // namespace wo::sampling

@@ -182,17 +182,19 @@ TEST(GpuSampler, SameUniformSameId) {
   auto l = random_logits(n, 7, 2.0f);
   Fixture f(n);
   f.upload(l);
-  SamplingParams sp;
-  sp.temperature = 0.8f;
-  sp.top_p = 0.95f;
-  for (double u : {0.0, 0.123, 0.5, 0.999999}) {
-    f.sampler->sample(f.d_logits, sp, u);
-    int32_t a = f.sampler->fetch_id();
-    f.sampler->reset();
-    f.sampler->sample(f.d_logits, sp, u);
-    EXPECT_EQ(a, f.sampler->fetch_id());
-    f.sampler->reset();
-  }
+  SamplingParams sorted, unsorted; // top-p walks the sorted order; temperature alone the id order
+  sorted.temperature = 0.8f;
+  sorted.top_p = 0.95f;
+  unsorted.temperature = 0.8f;
+  for (const SamplingParams &sp : {sorted, unsorted})
+    for (double u : {0.0, 0.123, 0.5, 0.999999}) {
+      f.sampler->sample(f.d_logits, sp, u);
+      int32_t a = f.sampler->fetch_id();
+      f.sampler->reset();
+      f.sampler->sample(f.d_logits, sp, u);
+      EXPECT_EQ(a, f.sampler->fetch_id()) << "top_p " << sp.top_p << " u " << u;
+      f.sampler->reset();
+    }
 }
 
 struct DistCase {
@@ -219,6 +221,9 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
       {"min-p 0.1", 64, mk(1.0f, 0, 1.0f, 0.1f)},
       {"all filters, T 1.5", 64, mk(1.5f, 20, 0.9f, 0.02f)},
       {"large vocab top-k 40 T 0.7", 151936, mk(0.7f, 40, 1.0f, 0.0f)},
+      // no top-k and no top-p: drawn in id order without the sort (GpuSampler::set_fast_paths)
+      {"large vocab temperature 0.5", 151936, mk(0.5f, 0, 1.0f, 0.0f)},
+      {"large vocab min-p 0.05 T 0.8", 201088, mk(0.8f, 0, 1.0f, 0.05f)},
   };
   uint32_t seed = 11;
   for (const auto &c : cases) {
@@ -230,7 +235,7 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
 }
 
 // Top-k requests skip the vocabulary sort when the tiles' candidates fit one block
-// (GpuSampler::set_topk_fast): the draws must be the full sort's, id for id, over sequences whose
+// (GpuSampler::set_fast_paths): the draws must be the full sort's, id for id, over sequences whose
 // repetition history evolves, with ties (logits in steps of 0.5, and -0.0 beside +0.0, which the
 // sort orders as equal: by id), tiny and large vocabularies, and top-k 1.
 TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
@@ -269,8 +274,8 @@ TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
     Fixture fast(c.n), full(c.n);
     fast.upload(l);
     full.upload(l);
-    fast.sampler->set_topk_fast(true);
-    full.sampler->set_topk_fast(false);
+    fast.sampler->set_fast_paths(true);
+    full.sampler->set_fast_paths(false);
     std::mt19937_64 rng(seed * 31u);
     int differ = 0;
     std::set<int32_t> seen_ids;
