@@ -122,27 +122,42 @@ __device__ float block_sum(FilterShared &sh, const float *keys, float lmax, int6
   return r;
 }
 
-// First index i < limit whose inclusive prefix sum of weights is >= threshold (limit when none).
-__device__ int64_t block_first_reaching(FilterShared &sh, const float *keys, float lmax, int64_t limit,
-                                        float threshold, bool strictly_greater) {
-  float carry = 0.0f;
-  for (int64_t base = 0; base < limit; base += blockDim.x) {
-    int64_t i = base + threadIdx.x;
-    float x = i < limit ? weight(keys, lmax, i) : 0.0f;
+// The first index i < count whose running sum (carry + the block's inclusive scan, kThreads values
+// at a time) passes `threshold` (> when strictly_greater, else >=), or count when none; value(i)
+// gives value i. With `total`, the scan runs to the end and leaves the whole sum there; without,
+// it stops at the first hit.
+template <class V>
+__device__ int64_t scan_first(FilterShared &sh, int64_t count, float carry, float threshold,
+                              bool strictly_greater, float *total, V &&value) {
+  int64_t found = count;
+  for (int64_t base = 0; base < count; base += blockDim.x) {
+    const int64_t i = base + threadIdx.x;
+    const float x = i < count ? value(i) : 0.0f;
     float incl, chunk;
     if (threadIdx.x == 0) sh.found = INT_MAX;
     __syncthreads();
     BlockScan(sh.tmp.scan).InclusiveSum(x, incl, chunk);
-    float run = carry + incl;
-    bool hit = i < limit && (strictly_greater ? run > threshold : run >= threshold);
-    if (hit) atomicMin(&sh.found, static_cast<int>(i));
+    const float run = carry + incl;
+    const bool hit = i < count && (strictly_greater ? run > threshold : run >= threshold);
+    if (hit) atomicMin(&sh.found, static_cast<int>(i - base));
     __syncthreads();
-    int f = sh.found;
+    const int f = sh.found;
     __syncthreads();
-    if (f != INT_MAX) return f;
+    if (f != INT_MAX && found == count) {
+      found = base + f;
+      if (!total) return found;
+    }
     carry += chunk;
   }
-  return limit;
+  if (total) *total = carry;
+  return found;
+}
+
+// First index i < limit whose inclusive prefix sum of weights is >= threshold (limit when none).
+__device__ int64_t block_first_reaching(FilterShared &sh, const float *keys, float lmax, int64_t limit,
+                                        float threshold, bool strictly_greater) {
+  return scan_first(sh, limit, 0.0f, threshold, strictly_greater, nullptr,
+                    [&](int64_t i) { return weight(keys, lmax, i); });
 }
 
 // keys sorted descending (ties by id ascending). Applies top-k, top-p, min-p, then draws (one block
@@ -313,29 +328,6 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == kThreads - 1) chunk_sums[blockIdx.x] = incl;
 }
 
-// The first index < count whose running sum (carry + inclusive scan, chunk by chunk) passes
-// `threshold` (count when none); `total` gets the whole sum. value(i) gives element i.
-template <class V>
-__device__ int64_t scan_first_above(FilterShared &sh, int64_t count, float carry, float threshold,
-                                    float &total, V &&value) {
-  int64_t found = count;
-  for (int64_t base = 0; base < count; base += kThreads) {
-    const int64_t i = base + threadIdx.x;
-    float incl, chunk;
-    if (threadIdx.x == 0) sh.found = INT_MAX;
-    __syncthreads();
-    BlockScan(sh.tmp.scan).InclusiveSum(i < count ? value(i) : 0.0f, incl, chunk);
-    if (i < count && carry + incl > threshold) atomicMin(&sh.found, static_cast<int>(i - base));
-    __syncthreads();
-    const int f = sh.found;
-    __syncthreads();
-    if (f != INT_MAX && found == count) found = base + f;
-    carry += chunk;
-  }
-  total = carry;
-  return found;
-}
-
 __global__ void __launch_bounds__(kThreads)
     unsorted_draw_kernel(const float *keys, int64_t n, const float *chunk_max_keys, const float *chunk_sums,
                          int n_chunks, float min_p, float u, int32_t *out_id, uint8_t *seen) {
@@ -343,17 +335,16 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ FilterShared sh;
   const float lmax = chunk_max(chunk_max_keys, n_chunks);
   const auto chunk_sum = [&](int64_t c) { return chunk_sums[c]; };
-  float z = 0.0f, ignored;
-  (void)scan_first_above(sh, n_chunks, 0.0f, INFINITY, z, chunk_sum);
+  float z = 0.0f, before = 0.0f; // before: the chunk sums ahead of chunk c, in the scan's order
+  (void)scan_first(sh, n_chunks, 0.0f, INFINITY, true, &z, chunk_sum);
   const float t = u * z;
-  float before = 0.0f; // the chunk sums ahead of chunk c, in the scan's order
-  const int64_t c = scan_first_above(sh, n_chunks, 0.0f, t, ignored, chunk_sum);
+  const int64_t c = scan_first(sh, n_chunks, 0.0f, t, true, nullptr, chunk_sum);
   int64_t pick = -1, lo = 0, hi = n; // where to look for the last kept id if the walk finds none
   if (c < n_chunks) {
-    (void)scan_first_above(sh, c, 0.0f, INFINITY, before, chunk_sum);
+    (void)scan_first(sh, c, 0.0f, INFINITY, true, &before, chunk_sum);
     const int64_t base = c * kThreads, len = min(static_cast<int64_t>(kThreads), n - base);
-    const int64_t j = scan_first_above(
-        sh, len, before, t, ignored, [&](int64_t k) { return kept_weight(keys, n, base + k, lmax, min_p); });
+    const int64_t j = scan_first(sh, len, before, t, true, nullptr,
+                                 [&](int64_t k) { return kept_weight(keys, n, base + k, lmax, min_p); });
     if (j < len) pick = base + j;
     lo = base, hi = base + len;
   }
