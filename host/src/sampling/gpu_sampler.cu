@@ -274,6 +274,41 @@ __global__ void __launch_bounds__(kThreads)
   filter_draw(sh.filter, top_keys, top_ids, k, k, top_p, min_p, u, out_id, seen);
 }
 
+// Top-p without top-k (the nucleus: the sorted order's shortest prefix whose weight reaches top_p of
+// the whole) without sorting. Weights are summed as 64-bit fixed point (w x 2^40: integer atomics
+// give the same sums in any order, so the draws stay deterministic; the rounding is at most
+// n x 2^-40 of z, which is >= 1). A radix select on the keys' sort bits, three digits of 11, 11 and
+// 10 bits, finds the key where the sorted mass reaches top_p z (per-digit masses, the heavier keys'
+// mass carried); the ties at that key join by id, as the sorted order takes them; then min-p's set
+// (the shorter of two sorted prefixes is their intersection) and an id-order walk of the kept
+// weights, as for the draws without top-p.
+constexpr int kNucleusBins = 2048;
+__host__ __device__ constexpr int digit_shift(int pass) { return pass == 0 ? 21 : pass == 1 ? 10 : 0; }
+__host__ __device__ constexpr int digit_bits(int pass) { return pass == 2 ? 10 : 11; }
+constexpr double kMassScale = 0x1p40;
+
+struct NucleusState {
+  unsigned long long z, target, above; // total, top_p z (rounded up), mass of keys past the prefix
+  uint32_t prefix;                     // the digits chosen so far
+  uint32_t tie_bits, tie_count, ties_needed;
+  unsigned long long tie_w; // each tie's fixed-point weight
+  float tie_weight;         // and as a float (min-p)
+};
+struct NucleusBuffers {
+  unsigned long long *hist = nullptr; // [kNucleusBins] masses of the pass's digits
+  uint32_t *count = nullptr;          // [kNucleusBins] keys per digit (the last pass: the ties)
+  NucleusState *state = nullptr;
+  unsigned long long *chunk_mass = nullptr; // [n_chunks] kept mass of keys past the ties
+  uint32_t *chunk_ties = nullptr;           // [n_chunks] ties per chunk
+};
+
+__device__ inline unsigned long long fixed_weight(float w) {
+  return __double2ull_rn(static_cast<double>(w) * kMassScale);
+}
+__device__ inline float key_of_bits(uint32_t b) { // order_bits' inverse (+0.0 for either zero)
+  return __uint_as_float((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
+}
+
 // Draws that need no sorted order (no top-k, no top-p; min-p keeps the tokens whose weight reaches
 // it, a set): the draw walks the kept weights in id order, which gives each token the same
 // probability w / z as the sorted walk (the ids for a given u differ, the distribution does not).
@@ -304,8 +339,13 @@ __device__ inline float kept_weight(const float *keys, int64_t n, int64_t i, flo
 
 __global__ void __launch_bounds__(kThreads)
     unsorted_keys_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t, int64_t n,
-                         float *keys, float *chunk_max_keys) {
-  pdl::enter(); // launched with pdl::launch (after the step's last kernel)
+                         float *keys, float *chunk_max_keys, NucleusBuffers nb) {
+  pdl::enter();                     // launched with pdl::launch (after the step's last kernel)
+  if (nb.hist && blockIdx.x == 0) { // the nucleus's histogram and state, zero for its first pass
+    for (int b = threadIdx.x; b < kNucleusBins; b += kThreads)
+      nb.hist[b] = 0, nb.count[b] = 0;
+    if (threadIdx.x == 0) *nb.state = NucleusState{};
+  }
   using Reduce = cub::BlockReduce<float, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -363,6 +403,219 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Pass p of the select: the masses (and counts) of digit p of the keys whose earlier digits are the
+// prefix chosen so far; pass 0 also sums z.
+__global__ void __launch_bounds__(kThreads)
+    nucleus_hist_kernel(const float *keys, int64_t n, const float *chunk_max_keys, int n_chunks, int pass,
+                        NucleusBuffers nb) {
+  pdl::enter();
+  __shared__ unsigned long long mass[kNucleusBins];
+  __shared__ uint32_t count[kNucleusBins];
+  __shared__ unsigned long long total;
+  for (int b = threadIdx.x; b < kNucleusBins; b += kThreads)
+    mass[b] = 0, count[b] = 0;
+  if (threadIdx.x == 0) total = 0;
+  const float lmax = chunk_max(chunk_max_keys, n_chunks); // (its barrier orders the zeroing too)
+  const uint32_t prefix = nb.state->prefix;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < n) {
+    const float key = keys[i];
+    const uint32_t bits = order_bits(key);
+    const int high = digit_shift(pass) + digit_bits(pass);
+    if (high == 32 || (bits >> high) == prefix) {
+      const unsigned long long w = fixed_weight(expf(key - lmax)); // weight() of the sorted path
+      const int d = static_cast<int>((bits >> digit_shift(pass)) & ((1u << digit_bits(pass)) - 1u));
+      atomicAdd(&mass[d], w);
+      atomicAdd(&count[d], 1u);
+      if (pass == 0) atomicAdd(&total, w);
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kNucleusBins; b += kThreads)
+    if (count[b]) atomicAdd(&nb.hist[b], mass[b]), atomicAdd(&nb.count[b], count[b]);
+  if (pass == 0 && threadIdx.x == 0) atomicAdd(&nb.state->z, total);
+}
+
+// The digit where the mass of heavier keys (carried) plus the digits from the top reaches the
+// target; the histogram is zeroed for the next pass. The last pass fixes the ties.
+__global__ void __launch_bounds__(kThreads)
+    nucleus_find_kernel(const float *chunk_max_keys, int n_chunks, float top_p, int pass, NucleusBuffers nb) {
+  pdl::enter();
+  using Scan = cub::BlockScan<unsigned long long, kThreads>;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ int found;
+  NucleusState &st = *nb.state;
+  if (pass == 0 && threadIdx.x == 0)
+    st.target = static_cast<unsigned long long>(ceil(static_cast<double>(top_p) * static_cast<double>(st.z)));
+  if (threadIdx.x == 0) found = INT_MAX;
+  __syncthreads();
+  const int bins = 1 << digit_bits(pass), per = bins / kThreads; // per = 2 or 1, digits descending
+  unsigned long long m[2] = {0, 0};
+  for (int j = 0; j < per; ++j)
+    m[j] = nb.hist[bins - 1 - (threadIdx.x * per + j)];
+  unsigned long long before;
+  Scan(tmp).ExclusiveSum(m[0] + m[1], before);
+  unsigned long long run = st.above + before;
+  for (int j = 0; j < per; ++j) {
+    run += m[j];
+    if (run >= st.target) atomicMin(&found, static_cast<int>(threadIdx.x) * per + j);
+    if (run >= st.target) break;
+  }
+  __syncthreads();
+  const int pos = found == INT_MAX ? bins - 1 : found; // (exact integers: always found)
+  const int d = bins - 1 - pos;
+  // the mass of the digits above d: the scan's value before pos
+  if (static_cast<int>(threadIdx.x) == pos / per) {
+    unsigned long long above = st.above + before;
+    for (int j = 0; j < pos % per; ++j)
+      above += m[j];
+    const uint32_t count = nb.count[d];
+    st.above = above;
+    st.prefix = (st.prefix << digit_bits(pass)) | static_cast<uint32_t>(d);
+    if (pass == 2) st.tie_bits = st.prefix, st.tie_count = count;
+  }
+  __syncthreads();
+  if (pass == 2) { // the ties' weight needs lmax: every thread takes part in chunk_max
+    const float lmax = chunk_max(chunk_max_keys, n_chunks);
+    if (threadIdx.x == 0) {
+      st.tie_weight = expf(key_of_bits(st.tie_bits) - lmax);
+      st.tie_w = fixed_weight(st.tie_weight);
+      const unsigned long long need = st.target > st.above ? st.target - st.above : 0;
+      unsigned long long k = st.tie_w ? (need + st.tie_w - 1) / st.tie_w : st.tie_count;
+      k = k < 1 ? 1 : k;
+      st.ties_needed = static_cast<uint32_t>(k > st.tie_count ? st.tie_count : k);
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < bins; b += kThreads)
+    nb.hist[b] = 0, nb.count[b] = 0;
+}
+
+// A key's kept fixed-point weight past the ties (min-p's set included), and whether it is a tie.
+__device__ inline unsigned long long nucleus_weight(const float *keys, int64_t i, float lmax, float min_p,
+                                                    uint32_t tie_bits, bool &tie) {
+  const float key = keys[i];
+  const uint32_t bits = order_bits(key);
+  tie = bits == tie_bits;
+  if (bits <= tie_bits) return 0;
+  const float w = expf(key - lmax);
+  return min_p > 0.0f && w < min_p ? 0 : fixed_weight(w);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    nucleus_chunks_kernel(const float *keys, int64_t n, const float *chunk_max_keys, int n_chunks,
+                          float min_p, NucleusBuffers nb) {
+  pdl::enter();
+  using ReduceM = cub::BlockReduce<unsigned long long, kThreads>;
+  using ReduceC = cub::BlockReduce<uint32_t, kThreads>;
+  __shared__ typename ReduceM::TempStorage tm;
+  __shared__ typename ReduceC::TempStorage tc;
+  const float lmax = chunk_max(chunk_max_keys, n_chunks);
+  const uint32_t tie_bits = nb.state->tie_bits;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  bool tie = false;
+  const unsigned long long w = i < n ? nucleus_weight(keys, i, lmax, min_p, tie_bits, tie) : 0;
+  const unsigned long long m = ReduceM(tm).Sum(w);
+  const uint32_t t = ReduceC(tc).Sum(i < n && tie ? 1u : 0u);
+  if (threadIdx.x == 0) nb.chunk_mass[blockIdx.x] = m, nb.chunk_ties[blockIdx.x] = t;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    nucleus_draw_kernel(const float *keys, int64_t n, const float *chunk_max_keys, int n_chunks, float min_p,
+                        float u, NucleusBuffers nb, int32_t *out_id, uint8_t *seen) {
+  pdl::enter();
+  using ScanM = cub::BlockScan<unsigned long long, kThreads>;
+  using ScanC = cub::BlockScan<uint32_t, kThreads>;
+  __shared__ union {
+    typename ScanM::TempStorage m;
+    typename ScanC::TempStorage c;
+  } tmp;
+  __shared__ int found, tie_chunk;
+  __shared__ uint32_t tie_base; // ties in the chunks ahead of tie_chunk
+  __shared__ int64_t last_tie;
+  __shared__ unsigned long long carry;
+  if (threadIdx.x == 0) tie_chunk = 0, tie_base = 0, last_tie = -1;
+  const float lmax = chunk_max(chunk_max_keys, n_chunks); // (its barrier orders the stores above)
+  const NucleusState st = *nb.state;
+  const bool ties_in = !(min_p > 0.0f && st.tie_weight < min_p);
+  const int c = threadIdx.x; // n_chunks <= kThreads (sample())
+  // The chunk of the last tie taken (the ties_needed-th in id order), and that tie's id.
+  const uint32_t tc = c < n_chunks ? nb.chunk_ties[c] : 0u;
+  uint32_t ties_before;
+  ScanC(tmp.c).ExclusiveSum(tc, ties_before);
+  if (c < n_chunks && ties_before < st.ties_needed && ties_before + tc >= st.ties_needed)
+    tie_chunk = c, tie_base = ties_before;
+  __syncthreads();
+  {
+    const int64_t i = tie_chunk * kThreads + threadIdx.x;
+    bool tie = false;
+    if (i < n) (void)nucleus_weight(keys, i, lmax, min_p, st.tie_bits, tie);
+    uint32_t rank;
+    __syncthreads();
+    ScanC(tmp.c).InclusiveSum(i < n && tie ? 1u : 0u, rank);
+    if (i < n && tie && tie_base + rank == st.ties_needed) last_tie = i;
+  }
+  __syncthreads();
+  // Each chunk's kept mass with its ties (all of them before tie_chunk, the first ties_needed
+  // overall), z, and the chunk where u z is passed.
+  unsigned long long mc = 0;
+  if (c < n_chunks) {
+    const uint32_t ties = c < tie_chunk ? tc : c == tie_chunk ? st.ties_needed - ties_before : 0u;
+    mc = nb.chunk_mass[c] + (ties_in ? st.tie_w * ties : 0ull);
+  }
+  unsigned long long before, z;
+  __syncthreads();
+  ScanM(tmp.m).ExclusiveSum(mc, before, z);
+  unsigned long long t = static_cast<unsigned long long>(static_cast<double>(u) * static_cast<double>(z));
+  if (t >= z) t = z - 1; // (u < 1; the product rounded up)
+  if (threadIdx.x == 0) found = INT_MAX;
+  __syncthreads();
+  if (c < n_chunks && before + mc > t) atomicMin(&found, c);
+  __syncthreads();
+  const int chunk = found == INT_MAX ? n_chunks - 1 : found;
+  if (c == chunk) carry = before;
+  __syncthreads();
+  // The walk inside that chunk, in id order.
+  const int64_t i = static_cast<int64_t>(chunk) * kThreads + threadIdx.x;
+  unsigned long long w = 0;
+  if (i < n) {
+    bool tie = false;
+    w = nucleus_weight(keys, i, lmax, min_p, st.tie_bits, tie);
+    if (tie && ties_in && i <= last_tie) w = st.tie_w;
+  }
+  unsigned long long incl;
+  __syncthreads();
+  ScanM(tmp.m).InclusiveSum(w, incl);
+  if (threadIdx.x == 0) found = INT_MAX;
+  __syncthreads();
+  if (i < n && w > 0 && carry + incl > t) atomicMin(&found, static_cast<int>(threadIdx.x));
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int64_t pick = chunk * static_cast<int64_t>(kThreads) + (found == INT_MAX ? 0 : found);
+    *out_id = static_cast<int32_t>(pick);
+    seen[pick] = 1;
+  }
+}
+
+// The nucleus path's buffers, carved from one allocation of nucleus_bytes(n).
+size_t nucleus_bytes(int64_t n) {
+  const size_t chunks = static_cast<size_t>((n + kThreads - 1) / kThreads);
+  return kNucleusBins * (sizeof(unsigned long long) + sizeof(uint32_t)) + 64 +
+         chunks * (sizeof(unsigned long long) + sizeof(uint32_t));
+}
+NucleusBuffers nucleus_buffers(void *base, int64_t n) {
+  static_assert(sizeof(NucleusState) <= 64, "the state's slot");
+  const size_t chunks = static_cast<size_t>((n + kThreads - 1) / kThreads);
+  auto *p = static_cast<uint8_t *>(base);
+  NucleusBuffers b;
+  b.hist = reinterpret_cast<unsigned long long *>(p);
+  b.chunk_mass = reinterpret_cast<unsigned long long *>(p + kNucleusBins * sizeof(unsigned long long));
+  b.state = reinterpret_cast<NucleusState *>(p + (kNucleusBins + chunks) * sizeof(unsigned long long));
+  b.count = reinterpret_cast<uint32_t *>(p + (kNucleusBins + chunks) * sizeof(unsigned long long) + 64);
+  b.chunk_ties = b.count + kNucleusBins;
+  return b;
+}
+
 } // namespace
 
 GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free free)
@@ -391,6 +644,7 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
   d_seen_ = static_cast<uint8_t *>(take(n));
   d_id_ = static_cast<int32_t *>(take(sizeof(int32_t)));
   d_temp_ = take(temp_bytes_ ? temp_bytes_ : 1);
+  d_nucleus_ = take(nucleus_bytes(n_vocab));
   try {
     cuda_check(cudaMallocHost(&h_id_, kIdSlots * sizeof(int32_t)), "pinned id buffer");
     for (cudaEvent_t &e : copied_)
@@ -405,12 +659,12 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
 GpuSampler::~GpuSampler() {
   for (void *p : {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_),
                   static_cast<void *>(d_vals_), static_cast<void *>(d_vals_sorted_),
-                  static_cast<void *>(d_seen_), static_cast<void *>(d_id_), d_temp_})
+                  static_cast<void *>(d_seen_), static_cast<void *>(d_id_), d_temp_, d_nucleus_})
     if (p) free_(p);
   d_keys_ = d_keys_sorted_ = nullptr;
   d_vals_ = d_vals_sorted_ = d_id_ = nullptr;
   d_seen_ = nullptr;
-  d_temp_ = nullptr;
+  d_temp_ = d_nucleus_ = nullptr;
   if (h_id_) cudaFreeHost(h_id_);
   h_id_ = nullptr;
   for (cudaEvent_t &e : copied_) {
@@ -441,7 +695,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
     float *chunk_max_keys = d_keys_sorted_, *chunk_sums = reinterpret_cast<float *>(d_vals_sorted_);
     const auto chunks = static_cast<unsigned>(n_chunks);
     cuda_check(pdl::launch(unsorted_keys_kernel, chunks, kThreads, 0, stream_, logits, d_seen_,
-                           p.repetition_penalty, inv_t, n_vocab_, d_keys_, chunk_max_keys),
+                           p.repetition_penalty, inv_t, n_vocab_, d_keys_, chunk_max_keys, NucleusBuffers{}),
                "unsorted keys kernel");
     cuda_check(pdl::launch(unsorted_sums_kernel, chunks, kThreads, 0, stream_, d_keys_, n_vocab_,
                            chunk_max_keys, static_cast<int>(n_chunks), p.min_p, chunk_sums),
@@ -450,6 +704,30 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                            chunk_sums, static_cast<int>(n_chunks), p.min_p, static_cast<float>(u), d_id_,
                            d_seen_),
                "unsorted draw kernel");
+    return;
+  }
+  if (fast_paths_ && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.top_p < 1.0f && n_chunks <= kThreads) {
+    float *chunk_max_keys = d_keys_sorted_;
+    const auto chunks = static_cast<unsigned>(n_chunks);
+    const int nc = static_cast<int>(n_chunks);
+    const NucleusBuffers nb = nucleus_buffers(d_nucleus_, n_vocab_);
+    cuda_check(pdl::launch(unsorted_keys_kernel, chunks, kThreads, 0, stream_, logits, d_seen_,
+                           p.repetition_penalty, inv_t, n_vocab_, d_keys_, chunk_max_keys, nb),
+               "nucleus keys kernel");
+    for (int pass = 0; pass < 3; ++pass) {
+      cuda_check(pdl::launch(nucleus_hist_kernel, chunks, kThreads, 0, stream_, d_keys_, n_vocab_,
+                             chunk_max_keys, nc, pass, nb),
+                 "nucleus histogram kernel");
+      cuda_check(
+          pdl::launch(nucleus_find_kernel, 1, kThreads, 0, stream_, chunk_max_keys, nc, p.top_p, pass, nb),
+          "nucleus select kernel");
+    }
+    cuda_check(pdl::launch(nucleus_chunks_kernel, chunks, kThreads, 0, stream_, d_keys_, n_vocab_,
+                           chunk_max_keys, nc, p.min_p, nb),
+               "nucleus chunks kernel");
+    cuda_check(pdl::launch(nucleus_draw_kernel, 1, kThreads, 0, stream_, d_keys_, n_vocab_, chunk_max_keys,
+                           nc, p.min_p, static_cast<float>(u), nb, d_id_, d_seen_),
+               "nucleus draw kernel");
     return;
   }
   if (fast_paths_ && p.top_k > 0 && p.top_k < n_vocab_) {

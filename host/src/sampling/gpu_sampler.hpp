@@ -59,6 +59,7 @@ private:
   uint8_t *d_seen_ = nullptr;
   int32_t *d_id_ = nullptr;
   void *d_temp_ = nullptr;
+  void *d_nucleus_ = nullptr; // top-p without sorting: histogram, select state, per-chunk sums
   size_t temp_bytes_ = 0;
   int32_t *h_id_ = nullptr;                  // pinned, kIdSlots
   cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done

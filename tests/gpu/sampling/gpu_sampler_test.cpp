@@ -224,6 +224,9 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
       // no top-k and no top-p: drawn in id order without the sort (GpuSampler::set_fast_paths)
       {"large vocab temperature 0.5", 151936, mk(0.5f, 0, 1.0f, 0.0f)},
       {"large vocab min-p 0.05 T 0.8", 201088, mk(0.8f, 0, 1.0f, 0.05f)},
+      // top-p without top-k: the nucleus selected without the sort, then drawn in id order
+      {"large vocab top-p 0.9 T 0.7", 151936, mk(0.7f, 0, 0.9f, 0.0f)},
+      {"large vocab top-p 0.5 min-p 0.02", 201088, mk(1.0f, 0, 0.5f, 0.02f)},
   };
   uint32_t seed = 11;
   for (const auto &c : cases) {
@@ -231,6 +234,15 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
     std::printf("case %s\n", c.name);
     check_distribution(c.n, random_logits(static_cast<size_t>(c.n), seed, 1.5f), c.sp, 20000, seed * 7919u);
     ++seed;
+  }
+  // Ties at the nucleus's edge (logits in steps of 0.5): the sorted order takes tied tokens by id.
+  for (float top_p : {0.3f, 0.6f, 0.85f}) {
+    SCOPED_TRACE(top_p);
+    auto l = random_logits(3000, seed++, 1.5f);
+    for (auto &x : l)
+      x = std::round(x * 2.0f) / 2.0f;
+    std::printf("case ties, top-p %.2f\n", top_p);
+    check_distribution(3000, l, mk(1.0f, 0, top_p, 0.0f), 20000, seed * 7919u);
   }
 }
 
