@@ -46,8 +46,9 @@ public:
   int32_t wait_id(int ticket);
 
   // The paths that skip the vocabulary sort: top-k requests whose candidates fit one block (the
-  // sorted path's draws, id for id), and requests without top-k and top-p (the same distribution,
-  // drawn in id order). false sorts everything (WORKER_SAMPLER_FAST=0, and the tests that compare).
+  // sorted path's draws, id for id), and requests without top-k (the same distribution, drawn in id
+  // order; top-p's nucleus by a select on the keys' bits). false sorts everything
+  // (WORKER_SAMPLER_FAST=0, and the tests that compare).
   void set_fast_paths(bool on) { fast_paths_ = on; }
 
 private:
