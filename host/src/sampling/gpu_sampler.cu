@@ -409,27 +409,36 @@ __global__ void __launch_bounds__(kThreads)
     nucleus_hist_kernel(const float *keys, int64_t n, const float *chunk_max_keys, int n_chunks, int pass,
                         NucleusBuffers nb) {
   pdl::enter();
+  using Reduce = cub::BlockReduce<unsigned long long, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
   __shared__ unsigned long long mass[kNucleusBins];
   __shared__ uint32_t count[kNucleusBins];
-  __shared__ unsigned long long total;
   for (int b = threadIdx.x; b < kNucleusBins; b += kThreads)
     mass[b] = 0, count[b] = 0;
-  if (threadIdx.x == 0) total = 0;
   const float lmax = chunk_max(chunk_max_keys, n_chunks); // (its barrier orders the zeroing too)
   const uint32_t prefix = nb.state->prefix;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  int d = -1; // this key's digit, -1 outside the prefix
+  unsigned long long w = 0;
   if (i < n) {
     const float key = keys[i];
     const uint32_t bits = order_bits(key);
     const int high = digit_shift(pass) + digit_bits(pass);
     if (high == 32 || (bits >> high) == prefix) {
-      const unsigned long long w = fixed_weight(expf(key - lmax)); // weight() of the sorted path
-      const int d = static_cast<int>((bits >> digit_shift(pass)) & ((1u << digit_bits(pass)) - 1u));
-      atomicAdd(&mass[d], w);
-      atomicAdd(&count[d], 1u);
-      if (pass == 0) atomicAdd(&total, w);
+      w = fixed_weight(expf(key - lmax)); // weight() of the sorted path
+      d = static_cast<int>((bits >> digit_shift(pass)) & ((1u << digit_bits(pass)) - 1u));
     }
   }
+  // Most keys share a few digits: one shared-memory atomic per digit per warp, not per key. A
+  // group's masses add as two 32-bit halves (w < 2^41, so 32 of them fit 2^20-scaled halves).
+  const unsigned group = __match_any_sync(0xffffffffu, d);
+  const unsigned lo = __reduce_add_sync(group, static_cast<unsigned>(w & 0xfffffu));
+  const unsigned hi = __reduce_add_sync(group, static_cast<unsigned>(w >> 20));
+  if (d >= 0 && static_cast<int>(threadIdx.x % 32) == __ffs(group) - 1) {
+    atomicAdd(&mass[d], (static_cast<unsigned long long>(hi) << 20) + lo);
+    atomicAdd(&count[d], static_cast<uint32_t>(__popc(group)));
+  }
+  const unsigned long long total = pass == 0 ? Reduce(tmp).Sum(w) : 0ull;
   __syncthreads();
   for (int b = threadIdx.x; b < kNucleusBins; b += kThreads)
     if (count[b]) atomicAdd(&nb.hist[b], mass[b]), atomicAdd(&nb.count[b], count[b]);
