@@ -25,11 +25,13 @@ void cuda_check(cudaError_t e, const char *what) {
 }
 
 // Token i's sort key: its logit, penalised if already generated, scaled by 1/T.
+__device__ inline float penalised_logit(const float *logits, const uint8_t *seen, float penalty, int64_t i) {
+  const float l = logits[i];
+  return seen[i] ? (l > 0.0f ? l / penalty : l * penalty) : l;
+}
 __device__ inline float sample_key(const float *logits, const uint8_t *seen, float penalty, float inv_t,
                                    int64_t i) {
-  float l = logits[i];
-  if (seen[i]) l = l > 0.0f ? l / penalty : l * penalty;
-  return l * inv_t;
+  return penalised_logit(logits, seen, penalty, i) * inv_t;
 }
 
 // keys = penalised logits scaled by 1/T; vals = ids.
@@ -70,9 +72,7 @@ __global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, 
   int32_t bi = INT_MAX;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float l = logits[i];
-    if (seen[i]) l = l > 0.0f ? l / penalty : l * penalty; // as prepare_kernel
-    better(bv, bi, l, static_cast<int32_t>(i));
+    better(bv, bi, penalised_logit(logits, seen, penalty, i), static_cast<int32_t>(i));
   }
   block_argmax(bv, bi, sv, si);
   if (threadIdx.x == 0) part_v[blockIdx.x] = sv[0], part_i[blockIdx.x] = si[0];
@@ -333,7 +333,7 @@ __device__ inline float chunk_max(const float *chunk_max_keys, int n_chunks) {
 
 __device__ inline float kept_weight(const float *keys, int64_t n, int64_t i, float lmax, float min_p) {
   if (i >= n) return 0.0f;
-  const float w = expf(keys[i] - lmax); // weight() of the sorted path
+  const float w = weight(keys, lmax, i); // the sorted path's
   return min_p > 0.0f && w < min_p ? 0.0f : w;
 }
 
