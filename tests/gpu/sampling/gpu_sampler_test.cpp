@@ -64,6 +64,17 @@ double chi2_critical_1e4(int df) {
   return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
 }
 
+// A request's sampling fields: temperature, top-k, top-p, min-p, repetition penalty.
+SamplingParams mk(float t, int k, float p, float mp, float pen = 1.0f) {
+  SamplingParams s;
+  s.temperature = t;
+  s.top_k = k;
+  s.top_p = p;
+  s.min_p = mp;
+  s.repetition_penalty = pen;
+  return s;
+}
+
 // Draw `draws` ids with fresh uniforms, compare with the CPU distribution. Bins whose expected
 // count is < 5 are pooled; a draw outside the kept set fails at once.
 void check_distribution(int64_t n, const std::vector<float> &logits, const SamplingParams &sp, int draws,
@@ -182,11 +193,8 @@ TEST(GpuSampler, SameUniformSameId) {
   auto l = random_logits(n, 7, 2.0f);
   Fixture f(n);
   f.upload(l);
-  SamplingParams sorted, unsorted; // top-p walks the sorted order; temperature alone the id order
-  sorted.temperature = 0.8f;
-  sorted.top_p = 0.95f;
-  unsorted.temperature = 0.8f;
-  for (const SamplingParams &sp : {sorted, unsorted})
+  // top-p 0.95 and temperature alone (two of the paths that skip the sort)
+  for (const SamplingParams &sp : {mk(0.8f, 0, 0.95f, 0.0f), mk(0.8f, 0, 1.0f, 0.0f)})
     for (double u : {0.0, 0.123, 0.5, 0.999999}) {
       f.sampler->sample(f.d_logits, sp, u);
       int32_t a = f.sampler->fetch_id();
@@ -205,14 +213,6 @@ struct DistCase {
 
 TEST(GpuSampler, DrawsMatchFilteredDistribution) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  auto mk = [](float t, int k, float p, float mp) {
-    SamplingParams s;
-    s.temperature = t;
-    s.top_k = k;
-    s.top_p = p;
-    s.min_p = mp;
-    return s;
-  };
   const DistCase cases[] = {
       {"temperature 1.0", 64, mk(1.0f, 0, 1.0f, 0.0f)},
       {"temperature 0.7", 64, mk(0.7f, 0, 1.0f, 0.0f)},
@@ -252,15 +252,6 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
 // sort orders as equal: by id), tiny and large vocabularies, and top-k 1.
 TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  auto mk = [](float t, int k, float p, float mp, float pen) {
-    SamplingParams s;
-    s.temperature = t;
-    s.top_k = k;
-    s.top_p = p;
-    s.min_p = mp;
-    s.repetition_penalty = pen;
-    return s;
-  };
   struct Case {
     const char *name;
     int64_t n;
