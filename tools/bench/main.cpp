@@ -61,12 +61,17 @@ struct Options {
   }
 };
 
-// --sample T,K,P,M: temperature, top-k, top-p, min-p (as a request's fields; T = 0 is greedy).
-wo::sampling::SamplingParams parse_sampling(const std::string &s) {
+std::vector<std::string> split_commas(const std::string &s) {
   std::vector<std::string> f;
   std::stringstream ss(s);
   for (std::string x; std::getline(ss, x, ',');)
     f.push_back(x);
+  return f;
+}
+
+// --sample T,K,P,M: temperature, top-k, top-p, min-p (as a request's fields; T = 0 is greedy).
+wo::sampling::SamplingParams parse_sampling(const std::string &s) {
+  const std::vector<std::string> f = split_commas(s);
   if (f.size() != 4)
     throw std::runtime_error("--sample: expected T,K,P,M (temperature, top-k, top-p, min-p), found '" + s +
                              "'");
@@ -80,8 +85,7 @@ wo::sampling::SamplingParams parse_sampling(const std::string &s) {
 
 std::vector<int> parse_list(const std::string &s) {
   std::vector<int> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
+  for (const std::string &x : split_commas(s))
     v.push_back(std::stoi(x));
   return v;
 }
@@ -199,6 +203,16 @@ struct Bench {
     return sampler->request_id();
   }
 
+  // Waits for `ticket`'s token and queues the step at `pos` (pos < 0: none) in the worker's order:
+  // before the wait with run-ahead, after it without. Returns the queued step's ticket (-1: none);
+  // `got`, if given, the time the token reached the host.
+  int wait_and_queue(int ticket, int64_t pos, Clock::time_point *got = nullptr) {
+    const int next = run_ahead && pos >= 0 ? queue_step(pos) : -1;
+    sampler->wait_id(ticket);
+    if (got) *got = Clock::now();
+    return run_ahead || pos < 0 ? next : queue_step(pos);
+  }
+
   // Decode after a prompt of `depth` tokens: 8 warm-up steps (graph captures made), then `steps`
   // measured ones, queued as the worker queues them: one step ahead of the host's wait for the
   // previous token (WORKER_RUN_AHEAD=0: after it). at_step(i) runs on the host before measured
@@ -214,14 +228,7 @@ struct Bench {
     int ticket = sampler->request_id();
     for (int i = 0; i < 8 + steps; ++i) {
       if (i >= 8) at_step(i - 8);
-      if (run_ahead) {
-        const int next = queue_step(depth + i);
-        sampler->wait_id(ticket);
-        ticket = next;
-      } else {
-        sampler->wait_id(ticket);
-        ticket = queue_step(depth + i);
-      }
+      ticket = wait_and_queue(ticket, depth + i);
     }
     sampler->wait_id(ticket);
     engine->synchronize();
@@ -285,16 +292,10 @@ struct Bench {
     sampler->fetch_id();
     std::vector<double> lat;
     auto t0 = Clock::now();
-    int ticket = run_ahead ? queue_step(depth) : -1;
+    int ticket = o.n_decode > 0 ? queue_step(depth) : -1;
     for (int i = 0; i < o.n_decode; ++i) {
-      if (run_ahead) {
-        const int next = i + 1 < o.n_decode ? queue_step(depth + i + 1) : -1;
-        sampler->wait_id(ticket);
-        ticket = next;
-      } else {
-        sampler->wait_id(queue_step(depth + i));
-      }
-      const auto t1 = Clock::now();
+      Clock::time_point t1;
+      ticket = wait_and_queue(ticket, i + 1 < o.n_decode ? depth + i + 1 : -1, &t1);
       lat.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       t0 = t1;
     }
