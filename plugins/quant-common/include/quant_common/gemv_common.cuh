@@ -181,12 +181,11 @@ __device__ __forceinline__ void prefetch_norm_w(const float *norm_w, int64_t col
       wo::pdl::prefetch_l2(norm_w + c);
 }
 
-// Eight activations x[c..c+8) (zeros when !on), as rmsnorm(x) * norm_w given the row's inv_rms
-// when norm_w is set, or as silu(x) * glu_up (worker/swiglu.cuh, the swiglu kernel's arithmetic)
-// when glu_up is (linear_fused's prologues; F32 x).
-__device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int64_t c, bool on,
-                                        const float *norm_w, float inv_rms, float (&v)[8],
-                                        const float *glu_up = nullptr) {
+// Eight activations x[c..c+8) (zeros when !on), or silu(x) * glu_up (worker/swiglu.cuh, the swiglu
+// kernel's arithmetic) when glu_up is set (linear_fused's SwiGLU prologue; F32 x); the norm, if any,
+// comes after (norm_x8).
+__device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int64_t c, bool on, float (&v)[8],
+                                        const float *glu_up) {
 #pragma unroll
   for (int i = 0; i < 8; ++i)
     v[i] = 0.0f;
@@ -201,14 +200,43 @@ __device__ __forceinline__ void load_x8(const GemvParams &p, int64_t x_off, int6
     for (int i = 0; i < 8; ++i)
       v[i] = wo::swiglu::apply(v[i], u[i]);
   }
-  if (norm_w) {
-    const float4 g0 = *reinterpret_cast<const float4 *>(norm_w + c);
-    const float4 g1 = *reinterpret_cast<const float4 *>(norm_w + c + 4);
-    const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+}
+
+// The norm weights of columns c..c+8 (zeros when !on).
+__device__ __forceinline__ void load_g8(const float *norm_w, int64_t c, bool on, float (&g)[8]) {
+  const float4 g0 = on ? *reinterpret_cast<const float4 *>(norm_w + c) : float4{};
+  const float4 g1 = on ? *reinterpret_cast<const float4 *>(norm_w + c + 4) : float4{};
+  g[0] = g0.x, g[1] = g0.y, g[2] = g0.z, g[3] = g0.w, g[4] = g1.x, g[5] = g1.y, g[6] = g1.z, g[7] = g1.w;
+}
+
+// rmsnorm(x) * norm_w of eight values, given the row's inv_rms (the norm kernel's arithmetic).
+__device__ __forceinline__ void norm_x8(float (&v)[8], const float (&g)[8], float inv_rms) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-      v[i] = wo::rmsnorm::apply(v[i], inv_rms, g[i]);
-  }
+  for (int i = 0; i < 8; ++i)
+    v[i] = wo::rmsnorm::apply(v[i], inv_rms, g[i]);
+}
+
+// One stride of the staging (8 activations per thread at c), with linear_fused's norm when
+// norm_w is set: on the first stride (base == 0, every thread of the CTA: the reduction has
+// barriers) the row's 1/rms comes from rms_norm.cuh's partition, its loads issued after this
+// thread's own values and, with kNormAhead, its norm weights. Why: the reduction's barriers keep
+// loads after it from being issued before it, so a norm weight read after the reduction (from L2 in
+// the unit GEMV, which has no room for a shared-memory copy) added an L2 round trip to every
+// normed GEMV's staging. kNormAhead = false where norm_w is the CTA's shared-memory copy (the
+// 64-register int8x instances: no eight more registers held through the reduction).
+template <bool kNormAhead>
+__device__ __forceinline__ void load_x8_normed(const GemvParams &p, int64_t x_off, int64_t base, int64_t c,
+                                               bool on, const float *norm_w, float norm_eps, float &inv_rms,
+                                               float (&v)[8], const float *glu_up) {
+  load_x8(p, x_off, c, on, v, glu_up);
+  if (!norm_w) return;
+  float g[8];
+  if constexpr (kNormAhead) load_g8(norm_w, c, on, g);
+  if (base == 0)
+    inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); },
+                                       p.cols, norm_eps);
+  if constexpr (!kNormAhead) load_g8(norm_w, c, on, g);
+  if (on) norm_x8(v, g, inv_rms);
 }
 
 // Eight activations of a group of 32 (4 consecutive lanes share the group; every lane of the warp
@@ -228,14 +256,26 @@ template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
   const float inv = xq_inv(amax);
   Staged8 r{{0, 0}, {0, 0}, xq_scale(amax), 0.0f, 0, 0};
-  int hs = 0, ls = 0;
+  // xq_split's terms, taken from its rounding sums' bits: kRoundMagic + k has k's two's complement
+  // in its low byte (kRoundMagicBits ends in 0x00) and is k more than kRoundMagicBits as an integer,
+  // so four terms pack with three byte permutes and eight sum as the bits' sum less 8
+  // kRoundMagicBits (mod 2^32: exact, |sum| <= 8 x 127), where each term was masked, shifted, or-ed
+  // and had the magic subtracted on its own.
+  uint32_t hb[8], lb[8];
+  uint32_t hsum = 0, lsum = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    int h, l;
-    xq_split<kTerms>(v[i], inv, h, l);
-    hs += h, ls += l;
-    r.hw[i / 4] |= (static_cast<uint32_t>(h) & 0xffu) << (8 * (i % 4));
-    r.lw[i / 4] |= (static_cast<uint32_t>(l) & 0xffu) << (8 * (i % 4));
+    xq_split_bits<kTerms>(v[i], inv, hb[i], lb[i]);
+    hsum += hb[i], lsum += lb[i];
+  }
+  const auto pack4 = [](const uint32_t *b) {
+    return __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
+  };
+  r.hw[0] = pack4(hb), r.hw[1] = pack4(hb + 4);
+  int hs = static_cast<int>(hsum - 8u * static_cast<uint32_t>(kRoundMagicBits)), ls = 0;
+  if constexpr (kTerms == 2) {
+    r.lw[0] = pack4(lb), r.lw[1] = pack4(lb + 4);
+    ls = static_cast<int>(lsum - 8u * static_cast<uint32_t>(kRoundMagicBits));
   }
   hs += __shfl_xor_sync(0xffffffffu, hs, 1); // the 16-value half this lane pair covers
   ls += __shfl_xor_sync(0xffffffffu, ls, 1);
@@ -245,18 +285,19 @@ template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float
 }
 
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
-// 4 consecutive threads share one group of 32, 8 activations each), through load_x8: with norm_w
-// or glu_up, linear_fused's norm or SwiGLU prologue.
+// 4 consecutive threads share one group of 32, 8 activations each), through load_x8_normed: with
+// norm_w or glu_up, linear_fused's norm or SwiGLU prologue. norm_w: the CTA's shared-memory copy.
 template <int kTerms>
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
-                                             float inv_rms = 0.0f, const float *glu_up = nullptr) {
+                                             float norm_eps = 0.0f, const float *glu_up = nullptr) {
   const int lane = threadIdx.x % 32;
+  float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
+    load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up);
     const Staged8 q = quantize_x8<kTerms>(v);
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);

@@ -51,17 +51,27 @@ QC_HD float xq_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
 // (H100 phase trace). |t| <= 127 whenever inv is finite.
 constexpr float kRoundMagic = 12582912.0f; // 1.5 x 2^23
 constexpr int kRoundMagicBits = 0x4B400000;
-template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &lo) {
-  static_assert(kTerms == 1 || kTerms == 2, "one or two activation terms");
+#ifdef __CUDACC__
+// The device's roundings as the sums' bits: kRoundMagicBits + hi and + lo (lo 0 with one term).
+template <int kTerms>
+__device__ __forceinline__ void xq_split_bits(float x, float inv, uint32_t &hb, uint32_t &lb) {
   const float t = x * inv;
-#ifdef __CUDA_ARCH__
   const float m = __fadd_rn(t, kRoundMagic); // kRoundMagic + rint(t), exactly
   const float r = __fsub_rn(m, kRoundMagic); // rint(t)
-  hi = __float_as_int(m) - kRoundMagicBits;
-  lo = kTerms == 2
-           ? __float_as_int(__fadd_rn(__fmul_rn(__fsub_rn(t, r), kLoSteps), kRoundMagic)) - kRoundMagicBits
-           : 0;
+  hb = __float_as_uint(m);
+  lb = kTerms == 2 ? __float_as_uint(__fadd_rn(__fmul_rn(__fsub_rn(t, r), kLoSteps), kRoundMagic))
+                   : static_cast<uint32_t>(kRoundMagicBits);
+}
+#endif
+template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &lo) {
+  static_assert(kTerms == 1 || kTerms == 2, "one or two activation terms");
+#ifdef __CUDA_ARCH__
+  uint32_t hb, lb;
+  xq_split_bits<kTerms>(x, inv, hb, lb);
+  hi = static_cast<int>(hb) - kRoundMagicBits;
+  lo = static_cast<int>(lb) - kRoundMagicBits;
 #else
+  const float t = x * inv;
   const float r = std::nearbyint(t);
   hi = static_cast<int>(r);
   lo = kTerms == 2 ? static_cast<int>(std::nearbyint((t - r) * kLoSteps)) : 0;

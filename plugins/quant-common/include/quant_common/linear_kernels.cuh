@@ -186,13 +186,9 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
       cp_async4(&first_add[warp][1], static_cast<const float *>(y) + yi);
     }
     cp_async_commit();
-    __syncthreads();      // the previous problem's readers are done with the stage
-    float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
-    if (fu.norm_w)
-      inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
-                                         p.cols, fu.norm_eps);
-    cp_async_wait<0>(); // this thread's early reads have landed
-    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, inv_rms, fu.glu_up);
+    __syncthreads();    // the previous problem's readers are done with the stage
+    cp_async_wait<0>(); // this thread's early reads (its norm weights' copy among them) have landed
+    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, fu.norm_eps, fu.glu_up);
     __syncthreads();
     // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the
     // end is computed on the last row and not stored.

@@ -117,14 +117,15 @@ struct UnitGrid {
 // 16-value sub-blocks; see half_sums).
 template <int QU, XOrder O, bool kHalfSums, int kTerms>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
-                                              XMeta *meta, const float *norm_w, float inv_rms,
+                                              XMeta *meta, const float *norm_w, float norm_eps,
                                               const float *glu_up) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
+  float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8(p, x_off, c, on, norm_w, inv_rms, v, glu_up);
+    load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up);
     const Staged8 s = quantize_x8<kTerms>(v);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
@@ -348,13 +349,9 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     // linear_id_glu's biases: rows of this problem's expert
     const int64_t bias_row0 =
         M == Int8xMode::Swiglu && fu.gate_bias && p.expert_bytes ? (q.w - p.w) / p.expert_bytes * p.rows : 0;
-    __syncthreads();      // the previous problem's readers are done with the stage
-    float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
-    if (fu.norm_w)
-      inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, q.x_off + 4 * i, false); },
-                                         p.cols, fu.norm_eps);
-    stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(p, q.x_off, hi, lo, meta,
-                                                                              fu.norm_w, inv_rms, fu.glu_up);
+    __syncthreads(); // the previous problem's readers are done with the stage
+    stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(
+        p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up);
     __syncthreads();
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
     // part[] into y: linear_fused's epilogue, or SwiGLU. By warp the warp's whole group; tiled the
