@@ -4,7 +4,6 @@
 #include <worker/pdl.cuh>
 #include <worker/sdk.hpp>
 
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -200,16 +199,19 @@ __global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_
   filter_draw(sh, keys, ids, n, top_k, top_p, min_p, u, out_id, seen);
 }
 
-// Top-k without sorting the vocabulary (1 <= top_k < n; filter_draw only reads the first top_k of
-// the sorted order, so it draws exactly as after the full sort). The full path's radix sort of
-// 151,936 keys took 4 x 11.5 us per token on an H100, plus ~20 us of gaps between its kernels.
-//   tile: each block sorts a tile of kTileKeys keys (ids ascending, so ties stay in id order, as in
-//         the full sort, which is stable) and keeps its first top_k;
-//   draw: one block sorts the tiles' candidates (tile order is id order: ties again by id) and runs
-//         filter_draw on the first top_k.
-// Keys are sorted as unsigned bits in cub's order for floats (-0.0 equal to +0.0); padding sorts last.
+// Top-k without sorting the vocabulary (1 <= top_k <= kSelectMaxK, top_k < n; filter_draw only reads
+// the first top_k of the sorted order, so it draws exactly as after the full sort). The full path's
+// radix sort of 151,936 keys took 4 x 11.5 us per token on an H100, plus ~20 us of gaps between its
+// kernels; sorting each tile and then the tiles' candidates in one block (3795c11) still took 10.8
+// and 28.4 us (timeline, Qwen's vocabulary, top-k 40), where greedy's argmax takes 6.2.
+//   tile: each block finds its tile's first top_k (TopK::select) and writes them, in no order;
+//   draw: one block finds the first top_k of the tiles' candidates, puts them in the sorted order
+//         and runs filter_draw on them in shared memory.
+// The sorted order is the full sort's: keys descending as unsigned bits in cub's order for floats
+// (-0.0 equal to +0.0), ties by id ascending (the full sort is stable over ids in order).
 constexpr int kTileThreads = 512, kTileItems = 4, kTileKeys = kTileThreads * kTileItems;
 constexpr int kDrawItems = 8, kTopkCandidates = kThreads * kDrawItems;
+constexpr int kSelectMaxK = kThreads; // the draw places one key per thread
 
 __device__ inline uint32_t order_bits(float f) {
   uint32_t b = __float_as_uint(f);
@@ -217,61 +219,157 @@ __device__ inline uint32_t order_bits(float f) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
+// The first k (bits descending, ids ascending) of a block's kT x kI keys, ids >= 0 (id -1: none),
+// k <= the keys present. A radix select over four 8-bit digits, from the top, finds the k-th key's
+// bits t (a shared-memory histogram per digit; `need` counts the keys still to take at or below the
+// digits chosen); the keys above t and the ties at t with the smallest ids are the first k.
+template <int kT, int kI> struct TopK {
+  struct Shared {
+    uint32_t hist[256];
+    uint32_t prefix, need, n_tie;
+    int32_t tie_ids[kT * kI]; // the ties at t, when more tie than are needed
+  };
+  // emit(bits, id) once for each of the first k, in no particular order.
+  template <class Emit>
+  __device__ static void select(Shared &sh, const uint32_t (&bits)[kI], const int32_t (&ids)[kI], int k,
+                                Emit &&emit) {
+    if (threadIdx.x == 0) sh.prefix = 0u, sh.need = static_cast<uint32_t>(k), sh.n_tie = 0u;
+    uint32_t mask = 0u;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = threadIdx.x; d < 256; d += kT)
+        sh.hist[d] = 0u;
+      __syncthreads();
+      const uint32_t prefix = sh.prefix;
+#pragma unroll
+      for (int j = 0; j < kI; ++j)
+        if (ids[j] >= 0 && (bits[j] & mask) == prefix) atomicAdd(&sh.hist[(bits[j] >> shift) & 255u], 1u);
+      __syncthreads();
+      if (threadIdx.x < 32) { // lane l: digits 255 - 8 l down to 248 - 8 l; the warp scans their counts
+        const int lane = static_cast<int>(threadIdx.x);
+        uint32_t c[8], sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          c[i] = sh.hist[255 - 8 * lane - i], sum += c[i];
+        uint32_t incl = sum;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+          if (lane >= o) incl += v;
+        }
+        const uint32_t need = sh.need;
+        const unsigned hit = __ballot_sync(0xffffffffu, incl >= need); // some lane: the keys reach need
+        if (lane == __ffs(hit) - 1) {
+          uint32_t above = incl - sum;
+          int i = 0;
+          while (above + c[i] < need)
+            above += c[i++];
+          sh.prefix = prefix | (static_cast<uint32_t>(255 - 8 * lane - i) << shift);
+          sh.need = need - above;
+        }
+      }
+      mask |= 255u << shift;
+      __syncthreads();
+    }
+    const uint32_t t = sh.prefix, need = sh.need; // 1 <= need <= the ties at t
+    const uint32_t n_tie = sh.hist[t & 255u];
+#pragma unroll
+    for (int j = 0; j < kI; ++j) {
+      if (ids[j] < 0) continue;
+      if (bits[j] > t || (bits[j] == t && n_tie == need))
+        emit(bits[j], ids[j]);
+      else if (bits[j] == t)
+        sh.tie_ids[atomicAdd(&sh.n_tie, 1u)] = ids[j];
+    }
+    if (n_tie == need) return; // (uniform)
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kI; ++j) {
+      if (ids[j] < 0 || bits[j] != t) continue;
+      uint32_t rank = 0; // ties with a smaller id
+      for (uint32_t i = 0; i < n_tie; ++i)
+        rank += sh.tie_ids[i] < ids[j];
+      if (rank < need) emit(t, ids[j]);
+    }
+  }
+};
+
 __global__ void __launch_bounds__(kTileThreads)
     topk_tile_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t, int64_t n,
                      int32_t k, float *keys, uint32_t *cand_bits, int32_t *cand_ids) {
   pdl::enter(); // launched with pdl::launch (after the step's last kernel)
-  using Sort = cub::BlockRadixSort<uint32_t, kTileThreads, kTileItems, int32_t>;
-  __shared__ typename Sort::TempStorage tmp;
+  using Select = TopK<kTileThreads, kTileItems>;
+  __shared__ typename Select::Shared sh;
+  __shared__ uint32_t n_out;
   uint32_t bits[kTileItems];
   int32_t ids[kTileItems];
-  const int64_t first =
-      static_cast<int64_t>(blockIdx.x) * kTileKeys + static_cast<int64_t>(threadIdx.x) * kTileItems;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kTileKeys;
 #pragma unroll
-  for (int j = 0; j < kTileItems; ++j) { // blocked: thread t holds the tile's ids 4t .. 4t + 3
-    const int64_t i = first + j;
+  for (int j = 0; j < kTileItems; ++j) {
+    const int64_t i = first + j * kTileThreads + threadIdx.x;
+    bits[j] = 0u, ids[j] = -1;
     if (i < n) {
       const float key = sample_key(logits, seen, penalty, inv_t, i);
       keys[i] = key;
       bits[j] = order_bits(key), ids[j] = static_cast<int32_t>(i);
-    } else {
-      bits[j] = 0u, ids[j] = INT_MAX;
     }
   }
-  Sort(tmp).SortDescending(bits, ids);
-#pragma unroll
-  for (int j = 0; j < kTileItems; ++j) {
-    const int r = static_cast<int>(threadIdx.x) * kTileItems + j; // blocked: ranks 4t .. 4t + 3
-    if (r < k) cand_bits[blockIdx.x * k + r] = bits[j], cand_ids[blockIdx.x * k + r] = ids[j];
-  }
+  if (threadIdx.x == 0) n_out = 0u;
+  // A tile of fewer than k keys (the last) gives them all; its other slots stay empty (id -1).
+  const int present = n - first < kTileKeys ? static_cast<int>(n - first) : kTileKeys;
+  const int kk = k < present ? k : present;
+  for (int r = kk + static_cast<int>(threadIdx.x); r < k; r += kTileThreads)
+    cand_ids[blockIdx.x * k + r] = -1;
+  Select::select(sh, bits, ids, kk, [&](uint32_t b, int32_t id) {
+    const uint32_t at = atomicAdd(&n_out, 1u);
+    cand_bits[blockIdx.x * k + at] = b, cand_ids[blockIdx.x * k + at] = id;
+  });
 }
 
 __global__ void __launch_bounds__(kThreads)
     topk_draw_kernel(const uint32_t *cand_bits, const int32_t *cand_ids, int n_cand, const float *keys,
-                     int32_t k, float top_p, float min_p, float u, float *top_keys, int32_t *top_ids,
-                     int32_t *out_id, uint8_t *seen) {
+                     int32_t k, float top_p, float min_p, float u, int32_t *out_id, uint8_t *seen) {
   pdl::enter(); // launched with pdl::launch
-  using Sort = cub::BlockRadixSort<uint32_t, kThreads, kDrawItems, int32_t>;
-  __shared__ union {
-    typename Sort::TempStorage sort;
-    FilterShared filter;
+  using Select = TopK<kThreads, kDrawItems>;
+  __shared__ struct {
+    uint32_t n_sel;
+    uint32_t sel_bits[kSelectMaxK];
+    int32_t sel_ids[kSelectMaxK];
+    union {
+      typename Select::Shared select;
+      struct {
+        float keys[kSelectMaxK];
+        int32_t ids[kSelectMaxK];
+      } top; // the first k in the sorted order
+    };
   } sh;
+  __shared__ FilterShared filter;
   uint32_t bits[kDrawItems];
   int32_t ids[kDrawItems];
 #pragma unroll
   for (int j = 0; j < kDrawItems; ++j) {
-    const int r = static_cast<int>(threadIdx.x) * kDrawItems + j;
-    bits[j] = r < n_cand ? cand_bits[r] : 0u;
-    ids[j] = r < n_cand ? cand_ids[r] : INT_MAX;
+    const int r = j * kThreads + static_cast<int>(threadIdx.x);
+    ids[j] = r < n_cand ? cand_ids[r] : -1;
+    bits[j] = ids[j] >= 0 ? cand_bits[r] : 0u;
   }
-  Sort(sh.sort).SortDescending(bits, ids); // (top_ids may alias cand_bits: every load is done by now)
-#pragma unroll
-  for (int j = 0; j < kDrawItems; ++j) {
-    const int r = static_cast<int>(threadIdx.x) * kDrawItems + j;
-    if (r < k) top_keys[r] = keys[ids[j]], top_ids[r] = ids[j];
+  if (threadIdx.x == 0) sh.n_sel = 0u;
+  Select::select(sh.select, bits, ids, k, [&](uint32_t b, int32_t id) {
+    const uint32_t at = atomicAdd(&sh.n_sel, 1u);
+    sh.sel_bits[at] = b, sh.sel_ids[at] = id;
+  });
+  __syncthreads();
+  // Each of the k takes its place in the sorted order (bits descending, ids ascending).
+  if (threadIdx.x < static_cast<unsigned>(k)) {
+    const uint32_t b = sh.sel_bits[threadIdx.x];
+    const int32_t id = sh.sel_ids[threadIdx.x];
+    int rank = 0;
+    for (int i = 0; i < k; ++i) {
+      const uint32_t bi = sh.sel_bits[i];
+      rank += bi > b || (bi == b && sh.sel_ids[i] < id);
+    }
+    sh.top.keys[rank] = keys[id], sh.top.ids[rank] = id;
   }
-  __syncthreads(); // the first k in global memory for the whole block; sh.sort is free again
-  filter_draw(sh.filter, top_keys, top_ids, k, k, top_p, min_p, u, out_id, seen);
+  __syncthreads();
+  filter_draw(filter, sh.top.keys, sh.top.ids, k, k, top_p, min_p, u, out_id, seen);
 }
 
 // Top-p without top-k (the nucleus: the sorted order's shortest prefix whose weight reaches top_p of
@@ -739,7 +837,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                "nucleus draw kernel");
     return;
   }
-  if (fast_paths_ && p.top_k > 0 && p.top_k < n_vocab_) {
+  if (fast_paths_ && p.top_k > 0 && p.top_k < n_vocab_ && p.top_k <= kSelectMaxK) {
     const int64_t tiles = (n_vocab_ + kTileKeys - 1) / kTileKeys;
     const int64_t n_cand = tiles * p.top_k;
     if (n_cand <= std::min<int64_t>(kTopkCandidates, n_vocab_)) { // the candidates fit one block and d_vals_
@@ -748,10 +846,9 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                              d_seen_, p.repetition_penalty, inv_t, n_vocab_, p.top_k, d_keys_, cand_bits,
                              d_vals_sorted_),
                  "top-k tile kernel");
-      // the first k ids go to d_vals_ (cand_bits, read into registers before they are written)
       cuda_check(pdl::launch(topk_draw_kernel, 1, kThreads, 0, stream_, cand_bits, d_vals_sorted_,
                              static_cast<int>(n_cand), d_keys_, p.top_k, p.top_p, p.min_p,
-                             static_cast<float>(u), d_keys_sorted_, d_vals_, d_id_, d_seen_),
+                             static_cast<float>(u), d_id_, d_seen_),
                  "top-k draw kernel");
       return;
     }

@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 using namespace wo::sampling;
 
@@ -247,9 +248,10 @@ TEST(GpuSampler, DrawsMatchFilteredDistribution) {
 }
 
 // Top-k requests skip the vocabulary sort when the tiles' candidates fit one block
-// (GpuSampler::set_fast_paths): the draws must be the full sort's, id for id, over sequences whose
+// (GpuSampler::set_fast_paths; top-k up to 1024: radix selects pick each tile's first k, then the
+// candidates' first k): the draws must be the full sort's, id for id, over sequences whose
 // repetition history evolves, with ties (logits in steps of 0.5, and -0.0 beside +0.0, which the
-// sort orders as equal: by id), tiny and large vocabularies, and top-k 1.
+// sort orders as equal: by id; every logit equal), tiny and large vocabularies, and top-k 1.
 TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   struct Case {
@@ -266,6 +268,9 @@ TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
       {"top-k 1", 151936, false, mk(0.9f, 1, 1.0f, 0.0f, 1.0f)},
       {"vocabulary of 64, top-k 10", 64, false, mk(1.5f, 10, 0.9f, 0.02f, 1.0f)},
       {"too many candidates: the full sort either way", 3000, false, mk(1.0f, 2000, 1.0f, 0.0f, 1.0f)},
+      {"top-k 1500: past the select's 1024, the full sort either way", 4000, false,
+       mk(1.0f, 1500, 0.95f, 0.0f, 1.1f)},
+      {"every logit equal: the ties by id", 10000, false, mk(1.0f, 30, 1.0f, 0.0f, 1.0f)},
   };
   uint32_t seed = 101;
   for (const auto &c : cases) {
@@ -274,6 +279,7 @@ TEST(GpuSampler, TopKWithoutTheFullSortDrawsTheSameIds) {
     if (c.ties)
       for (size_t i = 0; i < l.size(); ++i)
         l[i] = i % 7 == 0 ? (i % 2 ? -0.0f : 0.0f) : std::round(l[i] * 2.0f) / 2.0f;
+    if (std::string(c.name).rfind("every logit equal", 0) == 0) std::fill(l.begin(), l.end(), 0.5f);
     Fixture fast(c.n), full(c.n);
     fast.upload(l);
     full.upload(l);
