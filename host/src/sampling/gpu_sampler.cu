@@ -53,42 +53,53 @@ __device__ inline void better(float &bv, int32_t &bi, float v, int32_t i) {
   if (v > bv || (v == bv && i < bi)) bv = v, bi = i;
 }
 
-__device__ void block_argmax(float bv, int32_t bi, float *sv, int32_t *si) {
-  sv[threadIdx.x] = bv, si[threadIdx.x] = bi;
+// The block's best (value, id) in thread 0 (and the rest of warp 0): each warp's by shuffles, then
+// warp 0's over the warps' (better is a total order with NaN never winning, so any order of the
+// comparisons gives the same pair). The shared-memory tree it replaced took eight barriers.
+__device__ void block_argmax(float &bv, int32_t &bi) {
+  __shared__ float sv[32];
+  __shared__ int32_t si[32];
+  const auto warp_best = [&] {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float v = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int32_t i = __shfl_xor_sync(0xffffffffu, bi, o);
+      better(bv, bi, v, i);
+    }
+  };
+  warp_best();
+  if (threadIdx.x % 32 == 0) sv[threadIdx.x / 32] = bv, si[threadIdx.x / 32] = bi;
   __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) better(sv[threadIdx.x], si[threadIdx.x], sv[threadIdx.x + s], si[threadIdx.x + s]);
-    __syncthreads();
+  if (threadIdx.x < 32) {
+    const bool on = threadIdx.x < blockDim.x / 32;
+    bv = on ? sv[threadIdx.x] : -INFINITY, bi = on ? si[threadIdx.x] : INT_MAX;
+    warp_best();
   }
 }
 
 __global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, float penalty, int64_t n,
                                       float *part_v, int32_t *part_i) {
   pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
-  __shared__ float sv[kArgmaxThreads];
-  __shared__ int32_t si[kArgmaxThreads];
   float bv = -INFINITY;
   int32_t bi = INT_MAX;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     better(bv, bi, penalised_logit(logits, seen, penalty, i), static_cast<int32_t>(i));
   }
-  block_argmax(bv, bi, sv, si);
-  if (threadIdx.x == 0) part_v[blockIdx.x] = sv[0], part_i[blockIdx.x] = si[0];
+  block_argmax(bv, bi);
+  if (threadIdx.x == 0) part_v[blockIdx.x] = bv, part_i[blockIdx.x] = bi;
 }
 
 __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, int n_parts, int32_t *out_id,
                                     uint8_t *seen) {
   pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
-  __shared__ float sv[kArgmaxThreads];
-  __shared__ int32_t si[kArgmaxThreads];
   float bv = -INFINITY;
   int32_t bi = INT_MAX;
   for (int i = threadIdx.x; i < n_parts; i += blockDim.x)
     better(bv, bi, part_v[i], part_i[i]);
-  block_argmax(bv, bi, sv, si);
+  block_argmax(bv, bi);
   if (threadIdx.x == 0) {
-    const int32_t id = si[0] == INT_MAX ? 0 : si[0];
+    const int32_t id = bi == INT_MAX ? 0 : bi;
     *out_id = id;
     seen[id] = 1;
   }

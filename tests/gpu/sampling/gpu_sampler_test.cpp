@@ -137,6 +137,38 @@ TEST(GpuSampler, GreedyEqualsArgmaxOnRandomLogits) {
   }
 }
 
+// Ties at the largest logit go to the lowest id, and NaN never wins, wherever the ties and NaNs
+// fall among the blocks and warps that reduce them.
+TEST(GpuSampler, GreedyTakesTheLowestIdOfTiesAndSkipsNaN) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 151936;
+  Fixture f(n);
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  for (uint32_t trial = 0; trial < 10; ++trial) {
+    auto l = random_logits(n, 300 + trial, 3.0f);
+    for (auto &x : l)
+      x = std::round(x); // whole numbers: the largest is shared by many ids
+    std::mt19937 rng(trial);
+    for (int k = 0; k < 200; ++k)
+      l[rng() % n] = std::nanf("");
+    l[0] = std::nanf("");
+    float best = -INFINITY;
+    int32_t want = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isnan(l[i]) && l[i] > best) best = l[i], want = static_cast<int32_t>(i);
+    f.upload(l);
+    f.sampler->reset();
+    f.sampler->sample(f.d_logits, sp, 0.5);
+    EXPECT_EQ(f.sampler->fetch_id(), want) << "trial " << trial;
+  }
+  std::vector<float> all_nan(4096, std::nanf(""));
+  Fixture g(4096);
+  g.upload(all_nan);
+  g.sampler->sample(g.d_logits, sp, 0.5);
+  EXPECT_EQ(g.sampler->fetch_id(), 0) << "all NaN gives id 0";
+}
+
 TEST(GpuSampler, RepetitionPenaltyChangesGreedyChoice) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   std::vector<float> l = {1.0f, 4.0f, 3.0f, -2.0f};
