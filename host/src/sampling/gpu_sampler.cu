@@ -105,6 +105,16 @@ __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, 
   }
 }
 
+// The chosen id into a mapped pinned slot (request_id): a kernel after the sampler's last one, under
+// PDL, where a cudaMemcpyAsync of the 4 bytes put a copy-engine operation between that kernel and
+// the next step's first (run-ahead queues it right behind). The event recorded after it makes the
+// write visible to the host; the fence orders it before the kernel's end.
+__global__ void publish_id_kernel(const int32_t *d_id, int32_t *h_slot) {
+  pdl::enter();
+  *static_cast<volatile int32_t *>(h_slot) = *d_id;
+  __threadfence_system();
+}
+
 using BlockReduce = cub::BlockReduce<float, kThreads>;
 using BlockScan = cub::BlockScan<float, kThreads>;
 
@@ -764,7 +774,11 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
   d_temp_ = take(temp_bytes_ ? temp_bytes_ : 1);
   d_nucleus_ = take(nucleus_bytes(n_vocab));
   try {
-    cuda_check(cudaMallocHost(&h_id_, kIdSlots * sizeof(int32_t)), "pinned id buffer");
+    cuda_check(
+        cudaHostAlloc(reinterpret_cast<void **>(&h_id_), kIdSlots * sizeof(int32_t), cudaHostAllocMapped),
+        "pinned id buffer");
+    cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&h_id_dev_), h_id_, 0),
+               "the pinned id buffer's device address");
     for (cudaEvent_t &e : copied_)
       cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "id copy event");
   } catch (...) {
@@ -881,9 +895,10 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
 int GpuSampler::request_id() {
   const int slot = next_slot_;
   next_slot_ = (next_slot_ + 1) % kIdSlots;
-  cuda_check(cudaMemcpyAsync(h_id_ + slot, d_id_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
-             "copying the id");
-  cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id copy");
+  cuda_check(
+      pdl::launch(publish_id_kernel, 1, 1, 0, stream_, static_cast<const int32_t *>(d_id_), h_id_dev_ + slot),
+      "publishing the id");
+  cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id's publication");
   return slot;
 }
 
@@ -892,7 +907,7 @@ int32_t GpuSampler::wait_id(int ticket) {
     throw wo::Error(WO_ERR_INVALID_ARGUMENT, "sampler: id ticket " + std::to_string(ticket) + " outside 0.." +
                                                  std::to_string(kIdSlots - 1));
   cuda_check(cudaEventSynchronize(copied_[ticket]), "waiting for the sampler");
-  return h_id_[ticket];
+  return static_cast<volatile const int32_t *>(h_id_)[ticket];
 }
 
 } // namespace wo::sampling

@@ -39,8 +39,8 @@ public:
   // The same in two halves, so that a decode loop can queue the next step before it waits for this
   // token (run-ahead: the step that reads device_id() is queued behind the copy, and the host's
   // wait, token handling and launches overlap the GPU's work instead of leaving it idle between
-  // steps). request_id queues the copy of the last chosen id and returns its ticket; wait_id waits
-  // for that copy only. Up to kIdSlots copies may be in flight.
+  // steps). request_id queues the last chosen id's write to a pinned host slot and returns its
+  // ticket; wait_id waits for that write only. Up to kIdSlots may be in flight.
   static constexpr int kIdSlots = 2;
   int request_id();
   int32_t wait_id(int ticket);
@@ -62,7 +62,8 @@ private:
   void *d_temp_ = nullptr;
   void *d_nucleus_ = nullptr; // top-p without sorting: histogram, select state, per-chunk sums
   size_t temp_bytes_ = 0;
-  int32_t *h_id_ = nullptr;                  // pinned, kIdSlots
+  int32_t *h_id_ = nullptr;                  // pinned and mapped, kIdSlots
+  int32_t *h_id_dev_ = nullptr;              // its device address
   cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done
   int next_slot_ = 0;
   bool fast_paths_ = true;
