@@ -1,9 +1,17 @@
 #include "engine/decode_graph.hpp"
 
+#include <worker/pdl.cuh>
+
 namespace wo::engine {
 namespace {
 
-__global__ void write_position_kernel(int32_t *d_pos, int32_t pos) { *d_pos = pos; }
+// Launched with PDL behind the previous step's last kernel (the sampler's id publication): it
+// waits for that grid, hence for the whole previous step, before it writes the position the
+// previous replay read.
+__global__ void write_position_kernel(int32_t *d_pos, int32_t pos) {
+  wo::pdl::enter();
+  *d_pos = pos;
+}
 
 std::string cuda_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
@@ -11,8 +19,7 @@ std::string cuda_text(cudaError_t e) {
 
 // *d_pos = pos on the stream, ahead of the replay that reads it.
 cudaError_t write_position(int32_t *d_pos, int32_t pos, cudaStream_t stream) {
-  write_position_kernel<<<1, 1, 0, stream>>>(d_pos, pos);
-  return cudaGetLastError();
+  return wo::pdl::launch(write_position_kernel, 1, 1, 0, stream, d_pos, pos);
 }
 
 } // namespace
