@@ -161,7 +161,7 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
   try {
     sampler_->reset();
     engine_->forward(prompt.data(), n_in, 0, false);
-    // Token i from the logits last queued: its draw, the sampler's kernels and the copy of the id
+    // Token i from the logits last queued: its draw, the sampler's kernels and the id's publication
     // to the host, queued (the debug dump waits for those logits first).
     const auto queue_token = [&](int64_t i) {
       if (i == debug_step_) engine_->dump_logits(debug_step_file_);

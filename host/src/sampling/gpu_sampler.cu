@@ -780,7 +780,7 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
     cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&h_id_dev_), h_id_, 0),
                "the pinned id buffer's device address");
     for (cudaEvent_t &e : copied_)
-      cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "id copy event");
+      cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "id publication event");
   } catch (...) {
     this->~GpuSampler();
     throw;

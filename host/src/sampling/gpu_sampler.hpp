@@ -33,7 +33,7 @@ public:
 
   const int32_t *device_id() const { return d_id_; }
 
-  // Copy the last chosen id to the host (waits for the stream).
+  // The last chosen id on the host (waits for the stream).
   int32_t fetch_id() { return wait_id(request_id()); }
 
   // The same in two halves, so that a decode loop can queue the next step before it waits for this
@@ -64,7 +64,7 @@ private:
   size_t temp_bytes_ = 0;
   int32_t *h_id_ = nullptr;                  // pinned and mapped, kIdSlots
   int32_t *h_id_dev_ = nullptr;              // its device address
-  cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's copy done
+  cudaEvent_t copied_[kIdSlots] = {nullptr}; // each slot's id written
   int next_slot_ = 0;
   bool fast_paths_ = true;
 };
