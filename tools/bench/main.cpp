@@ -196,7 +196,7 @@ struct Bench {
   }
 
   // One decode step as the worker queues it (generation/engine_backend.cpp): the forward of the
-  // device's last id at `pos`, the sampler's kernels and the copy of the new id; its ticket.
+  // device's last id at `pos`, the sampler's kernels and the new id's publication; its ticket.
   int queue_step(int64_t pos) {
     engine->forward(sampler->device_id(), 1, pos, false, true);
     sampler->sample(engine->logits_device(), o.decode, next_u());

@@ -33,6 +33,13 @@ __device__ inline float sample_key(const float *logits, const uint8_t *seen, flo
   return penalised_logit(logits, seen, penalty, i) * inv_t;
 }
 
+// The draw's result: the id the next decode step reads, and the history's mark for the repetition
+// penalty (every path's last kernel, one thread).
+__device__ inline void choose(int32_t *out_id, uint8_t *seen, int64_t id) {
+  *out_id = static_cast<int32_t>(id);
+  seen[id] = 1;
+}
+
 // keys = penalised logits scaled by 1/T; vals = ids.
 __global__ void prepare_kernel(const float *logits, const uint8_t *seen, float penalty, float inv_t,
                                float *keys, int32_t *vals, int64_t n) {
@@ -99,9 +106,7 @@ __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, 
     better(bv, bi, part_v[i], part_i[i]);
   block_argmax(bv, bi);
   if (threadIdx.x == 0) {
-    const int32_t id = bi == INT_MAX ? 0 : bi;
-    *out_id = id;
-    seen[id] = 1;
+    choose(out_id, seen, bi == INT_MAX ? 0 : bi);
   }
 }
 
@@ -207,11 +212,7 @@ __device__ void filter_draw(FilterShared &sh, const float *keys, const int32_t *
   float z = block_sum(sh, keys, lmax, keep);
   int64_t pick = block_first_reaching(sh, keys, lmax, keep, u * z, true);
   if (pick >= keep) pick = keep - 1;
-  if (threadIdx.x == 0) {
-    int32_t id = ids[pick];
-    *out_id = id;
-    seen[id] = 1;
-  }
+  if (threadIdx.x == 0) choose(out_id, seen, ids[pick]);
 }
 
 __global__ void filter_draw_kernel(const float *keys, const int32_t *ids, int64_t n, int32_t top_k,
@@ -516,10 +517,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     pick = static_cast<int64_t>(last);
   }
-  if (threadIdx.x == 0) {
-    *out_id = static_cast<int32_t>(pick);
-    seen[pick] = 1;
-  }
+  if (threadIdx.x == 0) choose(out_id, seen, pick);
 }
 
 // Pass p of the select: the masses (and counts) of digit p of the keys whose earlier digits are the
@@ -720,8 +718,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     const int64_t pick = chunk * static_cast<int64_t>(kThreads) + (found == INT_MAX ? 0 : found);
-    *out_id = static_cast<int32_t>(pick);
-    seen[pick] = 1;
+    choose(out_id, seen, pick);
   }
 }
 
