@@ -211,8 +211,8 @@ __global__ void attention_merge_kernel(float *out, AttnConsts k) {
 // n_kv: in graph mode n_kv is only the capture's bound, and a split count that followed it would
 // make the same decode step round differently when replayed from another bucket, or in a process
 // with another context size (greedy outputs then part at near-ties). The kernel instead uses
-// ceil(keys / kMinKeysPerSplit) of the launched splits, from the real key count; the rest are
-// empty blocks that return at once.
+// splits_used(keys) of the launched splits, from the real key count; the rest are empty blocks
+// that return at once.
 int32_t choose_splits(const AttentionParams &p, int64_t state_floats) {
   if (state_floats <= 0 || p.n_tokens > kMaxSplitTokens) return 1;
   const int64_t blocks = p.n_tokens * p.n_heads;

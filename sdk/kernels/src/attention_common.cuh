@@ -16,6 +16,15 @@ constexpr int kAttnMaxHeadDim = 256;
 constexpr int64_t kMaxSplitTokens = 8; // split keys only for calls of this many queries or fewer
 constexpr int kMaxSplits = 64;
 constexpr int64_t kMinKeysPerSplit = 64;
+// Keys a query takes in one split, however many are launched: up to two tiles in one block finish
+// sooner than a second block and the merge (the state stores, the counter's round trip, the
+// merging block's L2 reads). More tiles in one block do not: each is a memory round trip of its own.
+// H100, decode tok/s with one split up to N keys (one call, two rounds): Qwen2.5 depth 0 (16-144
+// keys) 1481.9, 1490.2 (64 keys per split from 65 on) -> 1505.8, 1505.7 (N = 256); at depth 128
+// (144-272 keys) 1431.9, 1440.3 -> 1353.4, 1353.3 (N = 256) and depth 256 1429.6, 1433.0 ->
+// 1224.5, 1219.5 (N = 512). N = 128 (one call against the commit before): Qwen2.5 1466.5/1356.1,
+// 1487.9/1360.2 -> 1499.7/1370.1, 1503.5/1371.4 at depth 0/2048; Phi-3 and gpt-oss even.
+constexpr int64_t kOneSplitKeys = 2 * kMinKeysPerSplit;
 
 // A decode step's fresh q/k/v (rope_kv_attention): the grouped kernel adds the biases and rotates
 // the queries as it loads them, and the block whose keys end at the new position writes that
@@ -52,10 +61,11 @@ struct AttnConsts {
 // bytes so the states that follow stay aligned), then the partial states.
 inline int64_t attn_counter_floats(int32_t n_heads) { return (kMaxSplitTokens * n_heads + 3) / 4 * 4; }
 
-// How many splits hold keys for a query that sees `len` keys: ceil(len / kMinKeysPerSplit), at
-// least 1 and at most n_splits. visible_keys partitions by it; the grouped launch sizes its grid by
-// it from the call's bound on len, so every split a query uses is launched.
+// How many splits hold keys for a query that sees `len` keys: one up to kOneSplitKeys, else
+// ceil(len / kMinKeysPerSplit), at most n_splits. visible_keys partitions by it; the grouped launch
+// sizes its grid by it from the call's bound on len, so every split a query uses is launched.
 __host__ __device__ inline int64_t splits_used(int64_t len, int32_t n_splits) {
+  if (len <= kOneSplitKeys) return 1;
   return min(static_cast<int64_t>(n_splits),
              max((len + kMinKeysPerSplit - 1) / kMinKeysPerSplit, static_cast<int64_t>(1)));
 }
@@ -63,8 +73,8 @@ __host__ __device__ inline int64_t splits_used(int64_t len, int32_t n_splits) {
 // The keys [lo, hi) that split `split` of query t sees, from the real key count (device positions
 // in graph mode), never from the launch's bound: the partition, and so the rounding, of a decode
 // step must not depend on the context bucket a graph was captured for. `used` is how many of the
-// n_splits launched splits hold keys (ceil(keys / kMinKeysPerSplit), at least 1); the rest get an
-// empty range. With one split the range is all visible keys.
+// n_splits launched splits hold keys (splits_used); the rest get an empty range. With one split
+// the range is all visible keys.
 struct KeyRange {
   int64_t lo, hi;
   int32_t used;
