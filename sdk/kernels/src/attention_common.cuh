@@ -54,6 +54,8 @@ struct AttnConsts {
   bool positions_settled; // grouped kernel with fresh_on: positions are read before the PDL wait
   bool preload_keys;      // grouped kernel, one row, settled positions: the first key tile loads before
                           // the wait (WORKER_ATTN_PRELOAD=0 turns it off, for A/B runs)
+  bool prefetch_second_tile; // grouped kernel, with preload_keys: the second tile's rows asked of L2
+                             // before the wait (WORKER_ATTN_PREFETCH2=0 turns it off, for A/B runs)
   FreshQkv fresh;
 };
 

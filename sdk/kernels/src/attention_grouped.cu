@@ -214,6 +214,17 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const int n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo));
     load_keys(n_keys);
     load_values(n_keys);
+    // A second tile (a one-split query of 65-128 keys, kOneSplitKeys): its key and value rows
+    // asked of L2 too, so that its loads after the first tile's math meet L2 rather than DRAM
+    // (the weights streamed since the last step have evicted them). No registers held; ptxas -v of
+    // every instance unchanged. H100, one call, WORKER_ATTN_PREFETCH2=0 -> on, depth 0: Qwen2.5
+    // 1502.1, 1497.6, 1501.7, 1501.9 -> 1504.6, 1504.6, 1505.7, 1506.0 tok/s; gpt-oss 552.1, 553.0
+    // -> 554.6, 554.3.
+    if (k.prefetch_second_tile && half == 0 && r.lo + kTile + kk_s < r.hi) {
+      const int64_t key = r.lo + kTile + kk_s;
+      wo::pdl::prefetch_l2(kb + key * kv_row);
+      wo::pdl::prefetch_l2(vb + key * kv_row);
+    }
   }
   if (early) wo::pdl::enter();
 
@@ -581,6 +592,11 @@ bool preload_enabled() {
   return on;
 }
 
+bool prefetch_second_tile_enabled() {
+  static const bool on = !wo::env_switched_off("WORKER_ATTN_PREFETCH2");
+  return on;
+}
+
 bool grouped_enabled() {
   static const bool on = !wo::env_switched_off("WORKER_ATTN_GROUPED");
   return on;
@@ -610,6 +626,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
   k.preload_keys = preload_enabled();
+  k.prefetch_second_tile = prefetch_second_tile_enabled();
   // Decode-sized calls: as many splits as the GPU holds blocks at once (one wave: a block's chain of
   // tiles and the merge is what decode waits on, and a second partial wave doubles it), limited by
   // the workspace; never by n_kv (see visible_keys). H100, depth 2048, a fixed 1056 blocks ->
