@@ -320,6 +320,7 @@ Fusion read_fusion(const wo_linear_fusion *f) {
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, accumulate)) fu.accumulate = f->accumulate != 0;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, glu_up)) fu.glu_up = f->glu_up;
   fu.early = dev::gemv_early();
+  fu.norm_late = fu.norm_w && dev::norm_late();
   return fu;
 }
 } // namespace

@@ -11,6 +11,7 @@
 #include "quant_common/unit_gemv.cuh"
 #include "test_util.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/ggml_types.hpp>
 #include <worker/kernels.hpp>
 #include <worker/rms_norm.cuh>
@@ -201,6 +202,33 @@ double linear_tol(uint32_t type, bool one_token) {
 const char *non_default_gemv() {
   const char *v = std::getenv("WORKER_QUANT_GEMV");
   return v && std::string(v) != "3" && std::string(v) != "5" ? v : nullptr;
+}
+
+// linear_fused's norm against the norm kernel and the projection apart. The int8 GEMVs scale their
+// dots by 1/rms (gemv_common.cuh, norm_late): the same value up to float rounding, a few of the
+// staged terms rounding the other way (one lo step is 1/32258 of its group's largest value). H100:
+// at most 7.5e-6 relative L2 over every type and shape here; held to 5e-5, under the int8 GEMV's
+// own error against FP64 (~2e-5 typical, 2e-3 allowed). With WORKER_NORM_LATE=0 the GEMVs stage the
+// normalized row and the bits are the separate steps'.
+constexpr double kNormFoldTolerance = 5e-5;
+bool norm_fold_exact() { return wo::env_int("WORKER_NORM_LATE", 0, 1, 1) == 0; }
+double norm_fold_worst = 0.0; // the largest error expect_norm_fold saw (printed by its tests)
+void expect_norm_fold(const std::vector<float> &got, const std::vector<float> &apart,
+                      const std::string &what) {
+  if (norm_fold_exact()) {
+    EXPECT_EQ(got, apart) << what;
+    return;
+  }
+  ASSERT_EQ(got.size(), apart.size()) << what;
+  const double err = rel_l2(got.data(), apart.data(), got.size());
+  norm_fold_worst = std::max(norm_fold_worst, err);
+  EXPECT_LE(err, kNormFoldTolerance) << what;
+}
+void print_norm_fold_worst() {
+  std::printf("[ norm fold] %s, worst rel-L2 against the separate steps %.3e\n",
+              norm_fold_exact() ? "normalized row staged (bit for bit)" : "dots scaled by 1/rms",
+              norm_fold_worst);
+  norm_fold_worst = 0.0;
 }
 
 // Whether the one-token GEMV of a rows x cols weight of `type` is variant 5's whole-block kernel
@@ -869,10 +897,11 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
     }
 }
 
-// linear_fused (SDK 1.4) gives exactly the bits of the separate steps it replaces, for every
+// linear_fused (SDK 1.4) gives the results of the separate steps it replaces, for every
 // block-quantized type: the norm prologue those of the SDK's rms_norm kernel followed by the
-// projection (a stack of weights, one weight, or gate/up/SiLU), the epilogue those of the
-// projection, add_bias and the residual add. Requests it cannot serve decline with nothing written.
+// projection (a stack of weights, one weight, or gate/up/SiLU) within kNormFoldTolerance (bit for
+// bit with WORKER_NORM_LATE=0), the epilogue exactly those of the projection, add_bias and the
+// residual add. Requests it cannot serve decline with nothing written.
 TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
   if (const char *v = non_default_gemv())
@@ -925,7 +954,8 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
         ASSERT_EQ(q->linear(dev->host(), tw[i], h.get(), WO_DTYPE_F32, ref[i].get(), WO_DTYPE_F32, 1), WO_OK);
       dev->sync();
       for (int i = 0; i < 2 && !declines; ++i)
-        EXPECT_EQ(y[i].download(rows[i]), ref[i].download(rows[i])) << tn << " stack+norm, weight " << i;
+        expect_norm_fold(y[i].download(rows[i]), ref[i].download(rows[i]),
+                         std::string(tn) + " stack+norm, weight " + std::to_string(i));
 
       // One weight with the norm.
       ASSERT_EQ(q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, tw + 1, x.get(), WO_DTYPE_F32, ty + 1,
@@ -933,7 +963,8 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
                 WO_OK)
           << q->last_error();
       dev->sync();
-      EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1])) << tn << " one weight+norm";
+      expect_norm_fold(y[1].download(rows[1]), ref[1].download(rows[1]),
+                       std::string(tn) + " one weight+norm");
 
       // Bias and residual add: y = y0 + (W x + b), as linear, add_bias and add compute it.
       y[0].upload(y0.data(), y0.size());
@@ -1002,8 +1033,9 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
         ASSERT_EQ(q->linear(dev->host(), tw[1], h.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
         ASSERT_EQ(wo::kernels::swiglu(yg.get(), yu.get(), ref[1].get(), 1, rows[1], s), cudaSuccess);
         dev->sync();
-        EXPECT_EQ(y[1].download(rows[1]), ref[1].download(rows[1]))
-            << tn << " swiglu+norm" << (unit_gemv_weight(type, rows[1], cols) ? " (units)" : "");
+        expect_norm_fold(y[1].download(rows[1]), ref[1].download(rows[1]),
+                         std::string(tn) + " swiglu+norm" +
+                             (unit_gemv_weight(type, rows[1], cols) ? " (units)" : ""));
       }
 
       // Declined with nothing written: several tokens, F16 activations under a norm, a row longer than
@@ -1037,12 +1069,14 @@ TEST_F(GpuCodec, LinearFusedEqualsTheSeparateSteps) {
       EXPECT_EQ(y[0].download(sentinel.size()), sentinel)
           << tn << ": a declined linear_fused wrote its output";
     }
+  print_norm_fold_worst();
 }
 
 // linear_fused over a stack of two types (SDK 1.8): every pair of this codec's block types, in
 // the order of a q/k/v stack ({a, a, b}) and out of it ({b, a, a}, {a, b, a}), at Qwen2.5-0.5B's
-// q/k/v shape and a larger one. A stack the codec takes gives exactly the bits of the norm kernel
-// and one linear per weight; one it declines answers WO_ERR_UNSUPPORTED with nothing written.
+// q/k/v shape and a larger one. A stack the codec takes gives the norm kernel's and one linear per
+// weight's results (expect_norm_fold); one it declines answers WO_ERR_UNSUPPORTED with nothing
+// written.
 // Qwen2.5-0.5B's Q4_K_M stack (Q5_0 q and k, Q8_0 v at 896 columns) must be taken: it is what the
 // mixed pass exists for (one launch instead of two per layer).
 TEST_F(GpuCodec, LinearFusedMixedStackEqualsItsRunsOrDeclines) {
@@ -1106,8 +1140,8 @@ TEST_F(GpuCodec, LinearFusedMixedStackEqualsItsRunsOrDeclines) {
           for (int i = 0; i < 3; ++i) {
             const auto got = y[i]->download(lc.rows[i]);
             if (st == WO_OK)
-              EXPECT_EQ(got, ref[i]->download(lc.rows[i]))
-                  << what << ", weight " << i << ": one pass differs";
+              expect_norm_fold(got, ref[i]->download(lc.rows[i]),
+                               what + ", weight " + std::to_string(i) + ": one pass differs");
             else
               EXPECT_EQ(got, std::vector<float>(got.size(), 7.0f))
                   << what << ": declined but wrote weight " << i;
@@ -1117,6 +1151,7 @@ TEST_F(GpuCodec, LinearFusedMixedStackEqualsItsRunsOrDeclines) {
         }
       }
   std::printf("[ mixed    ] %d stacks taken in one pass (Qwen2.5's: %d)\n", taken, qwen_taken);
+  print_norm_fold_worst();
 }
 
 TEST_F(GpuCodec, DecodeIsCapturableAndNeedsNoScratch) {

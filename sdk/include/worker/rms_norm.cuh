@@ -1,6 +1,7 @@
 // The arithmetic of one RMSNorm row, shared by the SDK's norm kernel (sdk/kernels) and the quant
-// codecs' GEMV prologue (linear_fused): both must produce the same bits, so that folding the norm
-// into the next projection is a speed choice and not a numerics one. Every step is written with
+// codecs' GEMV prologue (linear_fused): both compute the same 1/rms bits. (The int8 GEMVs apply it
+// to their dots rather than to the staged row unless WORKER_NORM_LATE=0, which gives the separate
+// kernels' bits: quant-common's gemv_common.cuh, norm_late.) Every step is written with
 // explicit rounding intrinsics (no FMA contraction left to the compiler) and the partition of the
 // row over the block is fixed: thread t holds the float4s t, t + kThreads, ... (at most kVec).
 #pragma once
@@ -25,19 +26,28 @@ __device__ __forceinline__ float sum_sq(float4 v) {
 // Sum over the block of kThreads threads; every thread gets the total. A block of a multiple of
 // kThreads threads is that many copies of the partition (thread t acts as t % kThreads, which each
 // copy computes alike): the copies write the same partial sums to the same slots.
-__device__ __forceinline__ float block_sum(float v) {
-  __shared__ float part[kThreads / 32];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads(); // part[] may still be read by a previous call
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32 % (kThreads / 32)] = v;
-  __syncthreads();
-  v = threadIdx.x % 32 < kThreads / 32 ? part[threadIdx.x % 32] : 0.0f;
+// In three steps, which callers that need no barrier in between may take apart (the GEMVs' late
+// norm): warp_total (a warp's sum, in every lane), publish (lane 0's into part[warp % 8]) and,
+// after a barrier, part_total (the sum of the eight, in every lane of any warp).
+__device__ __forceinline__ float warp_total(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
     v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+__device__ __forceinline__ void publish(float *part, float warp_sum) {
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32 % (kThreads / 32)] = warp_sum;
+}
+__device__ __forceinline__ float part_total(const float *part) {
+  return warp_total(threadIdx.x % 32 < kThreads / 32 ? part[threadIdx.x % 32] : 0.0f);
+}
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float part[kThreads / 32];
+  v = warp_total(v);
+  __syncthreads(); // part[] may still be read by a previous call
+  publish(part, v);
+  __syncthreads();
+  return part_total(part);
 }
 
 // 1 / rms of a row from its sum of squares.
@@ -55,11 +65,10 @@ __device__ __forceinline__ float4 apply(float4 x, float inv, float4 g) {
   return make_float4(apply(x.x, inv, g.x), apply(x.y, inv, g.y), apply(x.z, inv, g.z), apply(x.w, inv, g.w));
 }
 
-// 1 / rms of row x[0..n_cols) (fits(n_cols), 16-byte aligned), read with the fixed partition by
-// all kThreads threads of the block (a block of a multiple of kThreads: every copy of them, see
-// block_sum). load(k, i) returns float4 number i of the row, which is this thread's k-th (k < kVec,
+// This thread's share of a row's sum of squares (fits(n_cols), 16-byte aligned), in the fixed
+// partition: load(k, i) returns float4 number i of the row, which is this thread's k-th (k < kVec,
 // a constant after unrolling: registers can be indexed with it).
-template <class Load> __device__ __forceinline__ float row_inv_rms(Load load, int64_t n_cols, float eps) {
+template <class Load> __device__ __forceinline__ float thread_sum_sq(Load load, int64_t n_cols) {
   const int64_t n4 = n_cols / 4;
   float ss = 0.0f;
 #pragma unroll
@@ -67,7 +76,13 @@ template <class Load> __device__ __forceinline__ float row_inv_rms(Load load, in
     const int64_t i = threadIdx.x % kThreads + static_cast<int64_t>(k) * kThreads;
     if (i < n4) ss = __fadd_rn(ss, sum_sq(load(k, i)));
   }
-  return inv_rms(block_sum(ss), n_cols, eps);
+  return ss;
+}
+
+// 1 / rms of row x[0..n_cols), read with the fixed partition by all kThreads threads of the block (a
+// block of a multiple of kThreads: every copy of them, see block_sum).
+template <class Load> __device__ __forceinline__ float row_inv_rms(Load load, int64_t n_cols, float eps) {
+  return inv_rms(block_sum(thread_sum_sq(load, n_cols)), n_cols, eps);
 }
 
 } // namespace wo::rmsnorm

@@ -1,19 +1,25 @@
 // Folded projections (SDK 1.4 linear_fused, issue 11): for one token the architectures fold the
 // norm before a projection and the bias and residual add after it into the projection's own
-// codec pass. The codec reproduces the separate kernels' arithmetic (worker/rms_norm.cuh, the same
-// float adds), so what users rely on is exact: a decode with the folds gives the same logits, bit
-// for bit, as one with the switch off (EngineOptions.linear_fused = false, WORKER_LINEAR_FUSED=0),
-// at every step, for every architecture the fixtures cover, graphed and launched. The folded engine
-// computes the SwiGLU in the gate/up pass (linear_swiglu, the default), or, with that off, in the
-// down projection's (SDK 1.5 WO_LINEAR_GLU, opt-in: linear_glu); both are checked.
+// codec pass. The codec reproduces the separate kernels' arithmetic (worker/rms_norm.cuh's 1/rms,
+// the same float adds) but applies 1/rms to its int8 dots rather than to the staged row (the quant
+// codecs' norm_late), so a decode with the folds gives the logits of one with the switch off
+// (EngineOptions.linear_fused = false, WORKER_LINEAR_FUSED=0) within kFoldTolerance, and bit for
+// bit with WORKER_NORM_LATE=0, at every step, for every architecture the fixtures cover, graphed and
+// launched. The folded engine computes the SwiGLU in the gate/up pass (linear_swiglu, the default),
+// or, with that off, in the down projection's (SDK 1.5 WO_LINEAR_GLU, opt-in: linear_glu); both
+// are checked.
 #include "gpu_test_env.hpp"
 
 #include "engine/engine.hpp"
+#include "rel_l2.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
+#include <worker/env_switch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <random>
 
 namespace wo::testing {
@@ -41,7 +47,14 @@ protected:
   std::string path_;
 };
 
-TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogitsBitForBit) {
+// The folded norm's error against the separate kernels, through every layer to the logits: H100,
+// at most 4.1e-4 relative L2 over 63 decode steps of each fixture (the tiny random models amplify
+// the GEMVs' ~5e-6); held to 2e-3, under the 1e-2 the fixtures' reference tests allow against an
+// independent implementation.
+constexpr double kFoldTolerance = 2e-3;
+
+TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogits) {
+  const bool exact = wo::env_int("WORKER_NORM_LATE", 0, 1, 1) == 0;
   for (const bool graphs : {true, false})
     for (const bool glu : {false, true}) {
       SCOPED_TRACE(std::string(graphs ? "graphed" : "launched") +
@@ -60,6 +73,7 @@ TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogitsBitForBit) {
       apart.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
       // The prompt's last row: prefill runs the separate kernels in both, but its head folds the norm.
       ASSERT_EQ(folded.logits_host(), apart.logits_host()) << GetParam() << ": prompt logits";
+      double worst = 0.0;
       int32_t next = argmax(apart.logits_host());
       int32_t *id = nullptr;
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&id), sizeof(int32_t)), cudaSuccess);
@@ -68,10 +82,19 @@ TEST_P(FusedProjections, DecodeGivesTheSeparateKernelsLogitsBitForBit) {
         folded.forward(id, 1, pos, false, true);
         apart.forward(id, 1, pos, false, true);
         const auto a = apart.logits_host(), f = folded.logits_host();
-        ASSERT_EQ(f, a) << GetParam() << (graphs ? " graphed" : " launched") << ": logits differ at position "
-                        << pos;
+        if (exact) {
+          ASSERT_EQ(f, a) << GetParam() << (graphs ? " graphed" : " launched")
+                          << ": logits differ at position " << pos;
+        } else {
+          const double err = rel_l2(f, a);
+          worst = std::max(worst, err);
+          ASSERT_LE(err, kFoldTolerance)
+              << GetParam() << (graphs ? " graphed" : " launched") << ", position " << pos;
+        }
         next = argmax(a);
       }
+      std::printf("[ folded   ] %s %s: worst logits rel-L2 %.3e against the separate kernels%s\n",
+                  GetParam().c_str(), graphs ? "graphed" : "launched", worst, exact ? " (bit for bit)" : "");
       cudaFree(id);
     }
 }

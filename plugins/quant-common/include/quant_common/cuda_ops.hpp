@@ -74,6 +74,9 @@ struct Fusion {
   // early reads, gemv_common.cuh); false (WORKER_GEMV_EARLY=0): where the prologue and epilogue
   // use them. The same values either way, so the same bits.
   bool early = true;
+  // With norm_w: the int8 GEMVs stage x * norm_w and scale each dot by 1/rms (gemv_common.cuh's
+  // norm_late; WORKER_NORM_LATE=0: they stage the normalized row, the separate kernels' bits).
+  bool norm_late = false;
   bool any() const { return norm_w || bias || accumulate || glu_up; }
 };
 

@@ -224,13 +224,33 @@ __device__ __forceinline__ void norm_x8(float (&v)[8], const float (&g)[8], floa
 // the unit GEMV, which has no room for a shared-memory copy) added an L2 round trip to every
 // normed GEMV's staging. kNormAhead = false where norm_w is the CTA's shared-memory copy (the
 // 64-register int8x instances: no eight more registers held through the reduction).
+// With late_part (Fusion::norm_late) the row is staged as x * norm_w, without 1/rms: this thread's
+// share of the sum of squares goes into late_part (rms_norm.cuh's partition and publish, no
+// barrier), and the GEMV scales each row's dot by 1/rms (late_inv_rms) after the staging's barrier.
+// Why: the quantizing needs each group's largest value, and with 1/rms in the values every thread
+// waited for the whole row's block reduction (two barriers) before it could start; 1/rms > 0 is one
+// factor per row, so the int8 terms of x * norm_w are those of the normalized row up to float
+// rounding, and the dots are linear in them.
 template <bool kNormAhead>
 __device__ __forceinline__ void load_x8_normed(const GemvParams &p, int64_t x_off, int64_t base, int64_t c,
                                                bool on, const float *norm_w, float norm_eps, float &inv_rms,
-                                               float (&v)[8], const float *glu_up) {
+                                               float (&v)[8], const float *glu_up,
+                                               float *late_part = nullptr) {
   load_x8(p, x_off, c, on, v, glu_up);
   if (!norm_w) return;
   float g[8];
+  if (late_part) {
+    load_g8(norm_w, c, on, g);
+    if (base == 0)
+      wo::rmsnorm::publish(late_part,
+                           wo::rmsnorm::warp_total(wo::rmsnorm::thread_sum_sq(
+                               [&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); }, p.cols)));
+    if (on)
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        v[i] = __fmul_rn(v[i], g[i]);
+    return;
+  }
   if constexpr (kNormAhead) load_g8(norm_w, c, on, g);
   if (base == 0)
     inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); },
@@ -290,14 +310,15 @@ template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float
 template <int kTerms>
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
-                                             float norm_eps = 0.0f, const float *glu_up = nullptr) {
+                                             float norm_eps = 0.0f, const float *glu_up = nullptr,
+                                             float *late_part = nullptr) {
   const int lane = threadIdx.x % 32;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up);
+    load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
     const Staged8 q = quantize_x8<kTerms>(v);
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);
@@ -365,6 +386,22 @@ inline int device_sm_count() {
     return sms;
   }();
   return n;
+}
+
+// Whether linear_fused's norm scales the dots by 1/rms instead of the staged row (Fusion::norm_late,
+// load_x8_normed). The default; WORKER_NORM_LATE=0 stages the normalized row, whose bits are then
+// the separate rms_norm kernel's and a projection's (the fused decode gives the unfused one's
+// logits bit for bit). H100, one call, WORKER_NORM_LATE=0 -> default, decode tok/s at depth 0 /
+// 2048: Qwen2.5 1463.9/1323.2, 1465.6/1324.1 -> 1498.1/1358.6, 1494.8/1357.1; Phi-3 602.0/505.4,
+// 602.5/503.6 -> 607.6/504.1, 607.7/505.5; gpt-oss 551.4/517.6, 547.9/520.7 -> 551.9/521.2,
+// 552.2/518.5.
+inline bool norm_late() {
+  static const bool v = env_int("WORKER_NORM_LATE", 0, 1, 1) != 0;
+  return v;
+}
+// After the staging's barrier: the row's 1/rms from late_part (every lane of every warp), else 1.
+__device__ __forceinline__ float late_inv_rms(bool late, const float *late_part, int64_t cols, float eps) {
+  return late ? wo::rmsnorm::inv_rms(wo::rmsnorm::part_total(late_part), cols, eps) : 1.0f;
 }
 
 // Whether a variant-3 GEMV whose rows need more than one 8-warp CTA per SM runs one CTA of

@@ -188,8 +188,11 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
     cp_async_commit();
     __syncthreads();    // the previous problem's readers are done with the stage
     cp_async_wait<0>(); // this thread's early reads (its norm weights' copy among them) have landed
-    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, fu.norm_eps, fu.glu_up);
+    __shared__ float late_part[wo::rmsnorm::kThreads / 32];
+    stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, fu.norm_eps, fu.glu_up,
+                         fu.norm_late ? late_part : nullptr);
     __syncthreads();
+    const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the
     // end is computed on the last row and not stored.
     for (int64_t r0 = first_row; r0 < p.rows; r0 += row_stride) {
@@ -230,6 +233,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
       };
       float acc = kMixed && alt ? row_dot(TypeTag<DB>{}, w) : row_dot(TypeTag<D>{}, w);
       float up = M == Int8xMode::Swiglu ? row_dot(TypeTag<D>{}, seg.w[1] + row * p.row_bytes) : 0.0f;
+      if (fu.norm_late) acc = __fmul_rn(acc, late_inv), up = __fmul_rn(up, late_inv);
       if (ksplit > 1) { // the row's warp sums in warp order (gate's and up's alike)
         if (lane == 0) warp_part[0][warp] = acc, warp_part[1][warp] = up;
         __syncthreads();

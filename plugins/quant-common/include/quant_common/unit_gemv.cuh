@@ -118,14 +118,14 @@ struct UnitGrid {
 template <int QU, XOrder O, bool kHalfSums, int kTerms>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
                                               XMeta *meta, const float *norm_w, float norm_eps,
-                                              const float *glu_up) {
+                                              const float *glu_up, float *late_part) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     float v[8];
-    load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up);
+    load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
     const Staged8 s = quantize_x8<kTerms>(v);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
@@ -350,9 +350,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     const int64_t bias_row0 =
         M == Int8xMode::Swiglu && fu.gate_bias && p.expert_bytes ? (q.w - p.w) / p.expert_bytes * p.rows : 0;
     __syncthreads(); // the previous problem's readers are done with the stage
+    __shared__ float late_part[wo::rmsnorm::kThreads / 32];
     stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(
-        p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up);
+        p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up, fu.norm_late ? late_part : nullptr);
     __syncthreads();
+    const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
     // part[] into y: linear_fused's epilogue, or SwiGLU. By warp the warp's whole group; tiled the
     // CTA's warps take turns at rows of 4.
@@ -385,8 +387,10 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       for (int r0 = r_first; r0 < wg; r0 += r_step) { // uniform per warp: the shuffles stay converged
         const int r = r0 + lane / kUnitReduceLanes;
         float acc = row_sum(r, r < wg);
+        if (fu.norm_late) acc = __fmul_rn(acc, late_inv);
         if constexpr (M == Int8xMode::Swiglu) { // up's row r: its own sum, in the same tree
           float up = row_sum(wg + r, r < wg);
+          if (fu.norm_late) up = __fmul_rn(up, late_inv);
           // as the swiglu (swiglu_oai) kernel computes it from the two GEMVs' outputs (and the biases)
           if (sub == 0 && r < wg) {
             float g = acc;
