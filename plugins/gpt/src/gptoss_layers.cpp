@@ -57,7 +57,8 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
   ap.positions = b.positions; // device positions: pos0 / n_kv are bounds (decode_step replays)
 
   // One token: the norms before q/k/v and the residual add after attn_output ride in the
-  // projections' own passes where the host offers it (SDK 1.4 linear_fused); the same bits.
+  // projections' own passes where the host offers it (SDK 1.4 linear_fused; the same values, within
+  // float rounding where the codec scales its dots by the norm's 1/rms).
   const bool fold = inst.fused && m == 1;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];

@@ -219,7 +219,7 @@ void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, in
     // A stack of mixed types (Qwen2.5's Q4_K_M: Q5_0 q and k, Q8_0 v in half of the layers) runs
     // as one pass where the codec has one for the mix (SDK 1.8); where it is refused as a whole,
     // one fused pass per run of one type, each with the norm, beats the norm kernel and k separate
-    // GEMVs (the same bits: each pass equals the separate steps).
+    // GEMVs (the same bits as the one pass: a row's dot depends only on its weights and x).
     while (k > 1 && done < k) {
       int32_t run = 1;
       while (done + run < k && w[done + run]->ggml_type == w[done]->ggml_type)

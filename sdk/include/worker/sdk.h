@@ -251,9 +251,11 @@ struct wo_host {
  *             [row length], device);
  *   epilogue: y[r] = (accumulate ? y[r] : 0) + (W_r . x + (bias ? bias[r] : 0)) (F32 y; bias F32
  *             [rows], device; bias only with one weight; neither with WO_LINEAR_SWIGLU).
- * A codec that folds these computes exactly what the host's separate steps would (rms_norm, then
- * the projection, then add_bias and the residual add): the fused path is a speed choice, not a
- * numerics one. */
+ * A codec that folds these computes what the host's separate steps would (rms_norm, then the
+ * projection, then add_bias and the residual add): the epilogue exactly; the prologue exactly or
+ * within float rounding, where the codec applies the row's 1/sqrt(mean(x^2) + eps) to its dot
+ * products rather than to x (the same value; quant-ggml and quant-mxfp4 do, unless
+ * WORKER_NORM_LATE=0). */
 struct wo_linear_fusion {
   uint32_t struct_size;
   const float *norm_weight;

@@ -19,7 +19,8 @@
 // - Each row's sum is a fixed tree over its blocks' dots (8 lanes per row, lane s adds blocks
 //   s, s+8, ... in order, then a 3-step shuffle), so a row's bits depend only on its own bytes and
 //   x: not on rows_per_group, the grid, or whether the row was stacked with others (linear_multi
-//   and the separate linears agree bit for bit, as do linear_fused and the separate norm).
+//   and the separate linears agree bit for bit, as do linear_fused and the separate norm with
+//   WORKER_NORM_LATE=0; by default the fused norm scales the dots, see gemv_common.cuh).
 // - linear_fused's norm prologue and bias/residual epilogue, linear_multi's stacked weights and
 //   linear_id's experts as in variant 3.
 // - linear_swiglu (Int8xMode::Swiglu): a warp's group is gate's rows r0..r0+wr then up's same
