@@ -208,9 +208,9 @@ const char *non_default_gemv() {
 // dots by 1/rms (gemv_common.cuh, norm_late): the same value up to float rounding, a few of the
 // staged terms rounding the other way (one lo step is 1/32258 of its group's largest value). H100:
 // at most 7.5e-6 and 9.9e-6 relative L2 over every type and shape here in two runs (fresh inputs
-// each); held to 5e-5, under the int8 GEMV's
-// own error against FP64 (~2e-5 typical, 2e-3 allowed). With WORKER_NORM_LATE=0 the GEMVs stage the
-// normalized row and the bits are the separate steps'.
+// each); held to 5e-5, under the int8 GEMV's own error against FP64 (~2e-5 typical, 2e-3
+// allowed). With WORKER_NORM_LATE=0 the GEMVs stage the normalized row and the bits are the
+// separate steps'.
 constexpr double kNormFoldTolerance = 5e-5;
 bool norm_fold_exact() { return wo::env_int("WORKER_NORM_LATE", 0, 1, 1) == 0; }
 double norm_fold_worst = 0.0; // the largest error expect_norm_fold saw (printed by its tests)
