@@ -238,13 +238,13 @@ __device__ __forceinline__ void load_x8_normed(const GemvParams &p, int64_t x_of
                                                float *late_part = nullptr) {
   load_x8(p, x_off, c, on, v, glu_up);
   if (!norm_w) return;
+  // float4 number i of the row, for rms_norm.cuh's partition (F32 x: linear_fused's norm takes no F16)
+  const auto row_x4 = [&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); };
   float g[8];
   if (late_part) {
     load_g8(norm_w, c, on, g);
     if (base == 0)
-      wo::rmsnorm::publish(late_part,
-                           wo::rmsnorm::warp_total(wo::rmsnorm::thread_sum_sq(
-                               [&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); }, p.cols)));
+      wo::rmsnorm::publish(late_part, wo::rmsnorm::warp_total(wo::rmsnorm::thread_sum_sq(row_x4, p.cols)));
     if (on)
 #pragma unroll
       for (int i = 0; i < 8; ++i)
@@ -252,9 +252,7 @@ __device__ __forceinline__ void load_x8_normed(const GemvParams &p, int64_t x_of
     return;
   }
   if constexpr (kNormAhead) load_g8(norm_w, c, on, g);
-  if (base == 0)
-    inv_rms = wo::rmsnorm::row_inv_rms([&](int, int64_t i) { return load_x4(p.x, x_off + 4 * i, false); },
-                                       p.cols, norm_eps);
+  if (base == 0) inv_rms = wo::rmsnorm::row_inv_rms(row_x4, p.cols, norm_eps);
   if constexpr (!kNormAhead) load_g8(norm_w, c, on, g);
   if (on) norm_x8(v, g, inv_rms);
 }
