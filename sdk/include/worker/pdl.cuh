@@ -54,11 +54,21 @@ constexpr int kPreferL1 = 0;
 // kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-serialization attribute
 // and, unless kDriverCarveout, a preferred shared-memory carveout. Returns the launch status (also
 // what cudaGetLastError reports next).
+// WORKER_CARVEOUT=N (0..100): every launch asks for an N% shared-memory carveout instead of its own
+// (A/B). An SM whose resident CTAs run under another carveout must drain before a CTA of a kernel
+// with a different one can start there, which may keep a PDL launch's CTAs from starting beside the
+// previous kernel's.
+inline int uniform_carveout() {
+  static const int v = static_cast<int>(env_int("WORKER_CARVEOUT", 0, 100, kDriverCarveout));
+  return v;
+}
+
 template <class... Params, class... Args>
 cudaError_t launch_carveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                             cudaStream_t stream, Args &&...args) {
   cudaLaunchAttribute attrs[2]{};
   unsigned n = 0;
+  if (uniform_carveout() != kDriverCarveout) carveout = uniform_carveout();
   if (enabled()) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n++].val.programmaticStreamSerializationAllowed = 1;
