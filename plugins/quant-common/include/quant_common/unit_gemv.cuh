@@ -108,8 +108,9 @@ struct UnitGrid {
   int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0; // rows: of each weight (swiglu: 2)
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
   bool tiled = false;
-  int64_t rows = 0;        // of each weight (tiled: the last group's rows are what is left)
-  int64_t part_floats = 0; // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
+  bool tiled_early = false; // tiled: the rows' bias and residual read before the dots (tiled_early_enabled)
+  int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
+  int64_t part_floats = 0;  // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
 };
 
 // The activations of one token, staged for XU<QU> in the given order (staged_index): every thread
@@ -311,8 +312,18 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   const int64_t row_first = first_group * wr + lane / kUnitReduceLanes;
   const bool stores_first = M != Int8xMode::Swiglu && fu.early && !tiled && lane % kUnitReduceLanes == 0 &&
                             lane / kUnitReduceLanes < wr && first_group < ug.n_groups;
+  // Tiled: the CTA's rows' bias and residual, one row per thread (CTAs of up to kTiledEarlyRows
+  // rows; the CTA's reduction reads them after its barrier, past a wait for every copy). Without them
+  // the epilogue's residual read was one more L2 round trip at the end of the chain (Qwen's Q6_K
+  // down projection, 8 rows per CTA).
+  constexpr int kTiledEarlyRows = kUnitWarps * 32 / 8;
+  __shared__ float tiled_add[2][kTiledEarlyRows];
+  const bool tiled_early = tiled && M == Int8xMode::Plain && fu.early && first_group < ug.n_groups &&
+                           wg <= kTiledEarlyRows && ug.tiled_early;
+  const int64_t tiled_row = first_group * wr + threadIdx.x;
   if (fu.early && fu.norm_w) prefetch_norm_w(fu.norm_w, p.cols);
   if (stores_first && fu.bias) cp_async4(&first_add[warp][lane / kUnitReduceLanes][0], fu.bias + row_first);
+  if (tiled_early && fu.bias && threadIdx.x < wg) cp_async4(&tiled_add[0][threadIdx.x], fu.bias + tiled_row);
   cp_async_commit();
   Cursor ahead{first_group, c0}; // the next item to issue
   bool first_issued = !p.ids;
@@ -346,6 +357,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       if (M == Int8xMode::Stacked) (void)segment_row(seg, p.row_bytes, row_first, y, yi);
       cp_async4(&first_add[warp][lane / kUnitReduceLanes][1], static_cast<const float *>(y) + yi);
     }
+    if (tiled_early && fu.accumulate && !q.bad_expert && threadIdx.x < wg)
+      cp_async4(&tiled_add[1][threadIdx.x], static_cast<const float *>(p.y) + q.y_off + tiled_row);
     cp_async_commit();
     // linear_id_glu's biases: rows of this problem's expert
     const int64_t bias_row0 =
@@ -412,9 +425,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
           // row_first's bias and residual are in first_add (landed: the item's wait covers the
           // bias's group and the residual's, which precede the second chunk's)
           const bool first = fu.early && !tiled && grp == first_group && r0 == 0;
-          const float *fa = first_add[warp][lane / kUnitReduceLanes];
-          if (fu.bias) acc = __fadd_rn(acc, first ? fa[0] : fu.bias[row]);
-          if (fu.accumulate) acc = __fadd_rn(first ? fa[1] : static_cast<const float *>(y)[yi], acc);
+          const float *fa = tiled_early ? &tiled_add[0][r] : first_add[warp][lane / kUnitReduceLanes];
+          const int fa_step = tiled_early ? kTiledEarlyRows : 1; // fa[0]: bias, fa[fa_step]: residual
+          if (fu.bias) acc = __fadd_rn(acc, first || tiled_early ? fa[0] : fu.bias[row]);
+          if (fu.accumulate)
+            acc = __fadd_rn(first || tiled_early ? fa[fa_step] : static_cast<const float *>(y)[yi], acc);
           store_y(y, yi, acc, p.y_f16);
         }
       }
@@ -452,8 +467,10 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       reduce_rows(grp, 0, kRowsPerPass);
       __syncwarp(); // the next group overwrites part[]
     }
-    if (tiled) {       // CTA-uniform
-      __syncthreads(); // every warp's dots of the group are in part[]
+    if (tiled) { // CTA-uniform
+      if (tiled_early)
+        cp_async_wait<0>(); // this thread's bias and residual copies (its warp may have no items)
+      __syncthreads();      // every warp's dots of the group are in part[], the copies too
       if (first_group < ug.n_groups) reduce_rows(first_group, warp * kRowsPerPass, kUnitWarps * kRowsPerPass);
     }
     cp_async_wait<0>(); // nothing left in flight into the stages
@@ -563,6 +580,13 @@ template <class D, Int8xMode M, int kTerms, bool kTiled = false> bool unit_smem_
   return ok;
 }
 
+// WORKER_TILED_EARLY=0: the tiled grid reads its rows' bias and residual in the epilogue (A/B; the
+// same bits either way).
+inline bool tiled_early_enabled() {
+  static const bool v = !env_switched_off("WORKER_TILED_EARLY");
+  return v;
+}
+
 inline bool unit_spread() {
   static const bool v = env_int("WORKER_UNIT_SPREAD", 0, 1, 1) != 0;
   return v;
@@ -574,9 +598,11 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   if constexpr (!has_unit<D>()) {
     return false;
   } else {
-    const UnitGrid g = unit_grid<D>(p, seg);
+    UnitGrid g = unit_grid<D>(p, seg);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
+    // (one problem: a second one's copies would land while the first one's rows are still read)
+    g.tiled_early = g.tiled && problems == 1 && tiled_early_enabled();
     // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
     // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
     // groups: 180 full CTAs left 48 SMs with two and 84 with one; now 264 CTAs of 5-6 groups:
