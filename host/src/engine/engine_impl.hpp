@@ -40,6 +40,7 @@ public:
   void check_codecs();
   void compute_plan();
   void upload_weights();
+  void pin_small_weights();
   void create_instance();
   void start_residency_monitor();
 

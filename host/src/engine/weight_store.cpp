@@ -2,6 +2,7 @@
 
 #include "gguf/host_meta.hpp"
 
+#include <worker/ggml_types.hpp>
 #include <worker/sdk.hpp>
 
 namespace wo::engine {
@@ -16,9 +17,22 @@ WeightStore::WeightStore(const wo::gguf::File &file) {
     if (!inserted) throw Error(WO_ERR_FORMAT, file.source() + ": tensor '" + t.name + "' appears twice");
     it->second.name = it->first.c_str(); // point at the map's own copy of the name
     order_.push_back(&it->second);
-    offsets_.push_back(arena_bytes_);
-    arena_bytes_ += align_up(t.nbytes, kTensorAlignment);
     file_bytes_ += t.nbytes;
+  }
+  // Offsets: the small F32 tensors first (one range for the L2 window), then the rest, each group in
+  // file order. The upload still walks the file in order.
+  offsets_.assign(order_.size(), 0);
+  const auto pinned = [](const wo_tensor *t) {
+    return t->ggml_type == wo::ggml::F32 && t->nbytes > 0 && t->nbytes <= kPinnedTensorMaxBytes;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < order_.size(); ++i) {
+      if (pinned(order_[i]) != (pass == 0)) continue;
+      offsets_[i] = arena_bytes_;
+      arena_bytes_ += align_up(order_[i]->nbytes, kTensorAlignment);
+      if (pass == 0) ++pinned_tensors_;
+    }
+    if (pass == 0) pinned_bytes_ = arena_bytes_;
   }
 }
 

@@ -20,6 +20,9 @@
 namespace wo::engine {
 
 constexpr uint64_t kTensorAlignment = 256;
+// F32 tensors up to this size (norm weights, biases, attention sinks) are placed first in the arena,
+// in one contiguous range that the engine asks L2 to keep (pinned_bytes; engine.cpp, pin_small_weights).
+constexpr uint64_t kPinnedTensorMaxBytes = 64 * 1024;
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 class WeightStore {
@@ -33,6 +36,10 @@ public:
   // Bytes the arena needs: the sum of every tensor's size rounded up to 256.
   uint64_t arena_bytes() const { return arena_bytes_; }
   uint64_t file_bytes() const { return file_bytes_; } // sum of the tensors' own sizes
+  // The arena's leading range holding the small F32 tensors (kPinnedTensorMaxBytes), and their count.
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
+  size_t pinned_tensors() const { return pinned_tensors_; }
+  const void *arena() const { return arena_; }
 
   // Allocate the arena from `vram` (kind weights) and copy every tensor into it through the
   // uploader. on_bytes(total so far) after each chunk. Throws wo::Error (OUT_OF_MEMORY naming the
@@ -43,6 +50,7 @@ public:
 
   const wo_tensor *find(const char *name) const; // nullptr when absent
   const std::vector<const wo_tensor *> &all() const { return order_; }
+  uint64_t offset(size_t i) const { return offsets_.at(i); } // arena offset of all()[i]
   // Each tensor's device range, for residency checks (empty before upload).
   std::vector<wo::device::ResidentBlock> resident_blocks() const;
 
@@ -52,6 +60,8 @@ private:
   std::vector<uint64_t> offsets_;                      // arena offset of order_[i]
   uint64_t arena_bytes_ = 0;
   uint64_t file_bytes_ = 0;
+  uint64_t pinned_bytes_ = 0;
+  size_t pinned_tensors_ = 0;
   void *arena_ = nullptr;
 };
 
