@@ -136,8 +136,11 @@ void Engine::Impl::pin_small_weights() {
     wo::observe::warn("l2_pin_unavailable", {{"reason", cudaGetErrorString(e2)}, {"bytes", bytes}});
     return;
   }
-  wo::observe::info("l2_pin",
-                    {{"tensors", weights->pinned_tensors()}, {"bytes", bytes}, {"reserved", reserve}});
+  wo::observe::info("l2_pin", {{"tensors", weights->pinned_tensors()},
+                               {"bytes", bytes},
+                               {"reserved", reserve},
+                               {"max_persisting", max_persist},
+                               {"max_window", max_window}});
 }
 
 void Engine::Impl::create_instance() {

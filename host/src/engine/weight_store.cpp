@@ -2,10 +2,16 @@
 
 #include "gguf/host_meta.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/ggml_types.hpp>
 #include <worker/sdk.hpp>
 
 namespace wo::engine {
+
+uint64_t pinned_tensor_max_bytes() {
+  static const uint64_t v = static_cast<uint64_t>(wo::env_int("WORKER_L2_PIN_MAX_KB", 1, 1 << 20, 64)) * 1024;
+  return v;
+}
 
 WeightStore::WeightStore(const wo::gguf::File &file) {
   const auto &infos = file.tensors();
@@ -23,7 +29,7 @@ WeightStore::WeightStore(const wo::gguf::File &file) {
   // file order. The upload still walks the file in order.
   offsets_.assign(order_.size(), 0);
   const auto pinned = [](const wo_tensor *t) {
-    return t->ggml_type == wo::ggml::F32 && t->nbytes > 0 && t->nbytes <= kPinnedTensorMaxBytes;
+    return t->ggml_type == wo::ggml::F32 && t->nbytes > 0 && t->nbytes <= pinned_tensor_max_bytes();
   };
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < order_.size(); ++i) {

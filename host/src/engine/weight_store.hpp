@@ -22,7 +22,8 @@ namespace wo::engine {
 constexpr uint64_t kTensorAlignment = 256;
 // F32 tensors up to this size (norm weights, biases, attention sinks) are placed first in the arena,
 // in one contiguous range that the engine asks L2 to keep (pinned_bytes; engine.cpp, pin_small_weights).
-constexpr uint64_t kPinnedTensorMaxBytes = 64 * 1024;
+// WORKER_L2_PIN_MAX_KB=N sets it to N KiB (A/B).
+uint64_t pinned_tensor_max_bytes();
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 class WeightStore {
@@ -36,7 +37,7 @@ public:
   // Bytes the arena needs: the sum of every tensor's size rounded up to 256.
   uint64_t arena_bytes() const { return arena_bytes_; }
   uint64_t file_bytes() const { return file_bytes_; } // sum of the tensors' own sizes
-  // The arena's leading range holding the small F32 tensors (kPinnedTensorMaxBytes), and their count.
+  // The arena's leading range holding the small F32 tensors (pinned_tensor_max_bytes()), and their count.
   uint64_t pinned_bytes() const { return pinned_bytes_; }
   size_t pinned_tensors() const { return pinned_tensors_; }
   const void *arena() const { return arena_; }

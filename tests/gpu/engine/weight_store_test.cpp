@@ -15,8 +15,8 @@
 namespace {
 
 using wo::engine::align_up;
-using wo::engine::kPinnedTensorMaxBytes;
 using wo::engine::kTensorAlignment;
+using wo::engine::pinned_tensor_max_bytes;
 using wo::engine::WeightStore;
 
 class WeightStoreLayout : public ::testing::TestWithParam<std::string> {};
@@ -39,7 +39,7 @@ TEST_P(WeightStoreLayout, SmallF32TensorsLeadAndNothingOverlaps) {
     EXPECT_LE(off + size, ws.arena_bytes()) << t->name;
     ranges.push_back({off, off + size});
     const bool is_small =
-        t->ggml_type == wo::ggml::F32 && t->nbytes > 0 && t->nbytes <= kPinnedTensorMaxBytes;
+        t->ggml_type == wo::ggml::F32 && t->nbytes > 0 && t->nbytes <= pinned_tensor_max_bytes();
     if (is_small) {
       ++small;
       EXPECT_LE(off + size, ws.pinned_bytes()) << t->name << " belongs to the pinned range";
