@@ -1,6 +1,6 @@
-// Event timing for the benchmark programs (sdk/kernels/bench/attention_bench, the codecs'
-// quant_bench): the median of timed replays, and the microseconds per call of a CUDA graph of
-// calls. Header-only host code; CUDA errors throw std::runtime_error naming the step.
+// Event timing for the benchmark programs (sdk/kernels/bench/, the codecs' quant_bench): the median
+// of timed replays, the microseconds per call of a CUDA graph of calls, and the current device's
+// properties. Header-only host code; CUDA errors throw std::runtime_error naming the step.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +14,15 @@ namespace wo::bench {
 
 inline void timing_ok(cudaError_t e, const char *what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// The current device's properties (name, multiProcessorCount, l2CacheSize) for a bench's setup.
+inline cudaDeviceProp current_device() {
+  int dev = 0;
+  timing_ok(cudaGetDevice(&dev), "device");
+  cudaDeviceProp prop{};
+  timing_ok(cudaGetDeviceProperties(&prop, dev), "device properties");
+  return prop;
 }
 
 inline float median(std::vector<float> v) {

@@ -113,11 +113,8 @@ int main(int argc, char **argv) try {
       return 2;
     }
   }
-  int dev = 0, sms = 0;
-  timing_ok(cudaGetDevice(&dev), "device");
-  timing_ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-  cudaDeviceProp prop{};
-  timing_ok(cudaGetDeviceProperties(&prop, dev), "device properties");
+  const cudaDeviceProp prop = wo::bench::current_device();
+  const int sms = prop.multiProcessorCount;
   std::printf("%s, %d SMs; one CTA of %d threads per SM, %d steps per graph or launch\n", prop.name, sms,
               kThreads, kSteps);
   std::printf("%6s %6s %14s %14s %16s   (us per step)\n", "cols", "smem", "graph", "graph+PDL",

@@ -132,8 +132,7 @@ int main(int argc, char **argv) try {
     std::fprintf(stderr, "kv_layout_bench: --hd must be a multiple of 8, found %d\n", s.hd);
     return 2;
   }
-  cudaDeviceProp prop{};
-  timing_ok(cudaGetDeviceProperties(&prop, 0), "device properties");
+  const cudaDeviceProp prop = wo::bench::current_device();
   const size_t cache = static_cast<size_t>(s.heads) * s.keys * s.hd * 2; // bytes of K (and of V)
   // Enough layers' caches that a graph of calls reads DRAM, not L2.
   const int layers =

@@ -371,11 +371,8 @@ int main(int argc, char **argv) try {
                  a.c_str());
     return 2;
   }
-  int dev = 0, sms = 0;
-  timing_ok(cudaGetDevice(&dev), "device");
-  timing_ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-  cudaDeviceProp prop{};
-  timing_ok(cudaGetDeviceProperties(&prop, dev), "device properties");
+  const cudaDeviceProp prop = wo::bench::current_device();
+  const int sms = prop.multiProcessorCount;
   for (const Shape &sh : kLayer)
     allow_smem(sh.cols, terms, carveout);
   cudaStream_t s;
