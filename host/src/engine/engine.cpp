@@ -106,7 +106,7 @@ void Engine::Impl::upload_weights() {
 
 // The small F32 tensors (norm weights, biases: WeightStore places them first in the arena) marked
 // persisting in L2 for every kernel of the stream, captured decode graphs included. Why: each is read
-// once per token, by the fused projections' early copies, and the ~0.4-2.4 GB of weights streamed
+// once per token, by the fused projections' early copies, and the 0.4-2.6 GB of weights streamed
 // between two reads evict it, so the copy that the staging waits on was a DRAM round trip.
 // WORKER_L2_PIN=0: no window (A/B). A device or driver that refuses keeps the default policy.
 void Engine::Impl::pin_small_weights() {
