@@ -50,6 +50,7 @@ constexpr int kUnitCtasPerSm = 1;   // launch bounds: up to 128 registers (Q4_K/
 constexpr int kUnitStages = 2;      // chunks per warp in shared memory: one computed, one landing
 constexpr int kUnitReduceLanes = 8; // lanes per row in the reduction (fixed: see above)
 constexpr int kUnitMaxRowsPerGroup = 32;
+constexpr int kTiledEarlyRows = 64; // tiled CTAs of up to this many rows copy their bias and residual early
 constexpr size_t kUnitMaxSmem = 224 * 1024; // one CTA per SM (227 KiB at most)
 // Weights below this size stay on variant 3: a few rows per lane finish sooner than whole blocks
 // (H100, Q5_0 896x896: 2.5 us against 3.0; at 4864x896, 2.9 MB: 5.1 against 3.7).
@@ -108,7 +109,8 @@ struct UnitGrid {
   int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0; // rows: of each weight (swiglu: 2)
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
   bool tiled = false;
-  bool tiled_early = false; // tiled: the rows' bias and residual read before the dots (tiled_early_enabled)
+  bool tiled_early = false; // tiled, plain, early reads, one problem, rows_per_group <= kTiledEarlyRows:
+                            // the rows' bias and residual copied before the dots (tiled_early_enabled)
   int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
   int64_t part_floats = 0;  // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
 };
@@ -312,14 +314,12 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   const int64_t row_first = first_group * wr + lane / kUnitReduceLanes;
   const bool stores_first = M != Int8xMode::Swiglu && fu.early && !tiled && lane % kUnitReduceLanes == 0 &&
                             lane / kUnitReduceLanes < wr && first_group < ug.n_groups;
-  // Tiled: the CTA's rows' bias and residual, one row per thread (CTAs of up to kTiledEarlyRows
-  // rows; the CTA's reduction reads them after its barrier, past a wait for every copy). Without them
-  // the epilogue's residual read was one more L2 round trip at the end of the chain (Qwen's Q6_K
-  // down projection, 8 rows per CTA).
-  constexpr int kTiledEarlyRows = kUnitWarps * 32 / 8;
-  __shared__ float tiled_add[2][kTiledEarlyRows];
-  const bool tiled_early = tiled && M == Int8xMode::Plain && fu.early && first_group < ug.n_groups &&
-                           wg <= kTiledEarlyRows && ug.tiled_early;
+  // Tiled (ug.tiled_early, decided by the host): the CTA's rows' bias and residual, one row per
+  // thread; the CTA's reduction reads them after its barrier, past a wait for every copy. Without
+  // them the epilogue's residual read was one more L2 round trip at the end of the chain (Qwen's
+  // Q6_K down projection, 8 rows per CTA).
+  __shared__ float tiled_add[2][kTiledEarlyRows]; // bias, residual
+  const bool tiled_early = tiled && M == Int8xMode::Plain && ug.tiled_early;
   const int64_t tiled_row = first_group * wr + threadIdx.x;
   if (fu.early && fu.norm_w) prefetch_norm_w(fu.norm_w, p.cols);
   if (stores_first && fu.bias) cp_async4(&first_add[warp][lane / kUnitReduceLanes][0], fu.bias + row_first);
@@ -423,13 +423,15 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
           int64_t yi = q.y_off + row;
           if (M == Int8xMode::Stacked) (void)segment_row(seg, p.row_bytes, row, y, yi);
           // row_first's bias and residual are in first_add (landed: the item's wait covers the
-          // bias's group and the residual's, which precede the second chunk's)
+          // bias's group and the residual's, which precede the second chunk's); a tiled CTA's rows'
+          // in tiled_add
           const bool first = fu.early && !tiled && grp == first_group && r0 == 0;
-          const float *fa = tiled_early ? &tiled_add[0][r] : first_add[warp][lane / kUnitReduceLanes];
-          const int fa_step = tiled_early ? kTiledEarlyRows : 1; // fa[0]: bias, fa[fa_step]: residual
-          if (fu.bias) acc = __fadd_rn(acc, first || tiled_early ? fa[0] : fu.bias[row]);
-          if (fu.accumulate)
-            acc = __fadd_rn(first || tiled_early ? fa[fa_step] : static_cast<const float *>(y)[yi], acc);
+          const float *fa = first_add[warp][lane / kUnitReduceLanes];
+          const bool early = first || tiled_early;
+          const float early_bias = tiled_early ? tiled_add[0][r] : fa[0];
+          const float early_residual = tiled_early ? tiled_add[1][r] : fa[1];
+          if (fu.bias) acc = __fadd_rn(acc, early ? early_bias : fu.bias[row]);
+          if (fu.accumulate) acc = __fadd_rn(early ? early_residual : static_cast<const float *>(y)[yi], acc);
           store_y(y, yi, acc, p.y_f16);
         }
       }
@@ -602,7 +604,8 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
     // (one problem: a second one's copies would land while the first one's rows are still read)
-    g.tiled_early = g.tiled && problems == 1 && tiled_early_enabled();
+    g.tiled_early = g.tiled && seg.n == 0 && fu.early && problems == 1 &&
+                    g.rows_per_group <= kTiledEarlyRows && tiled_early_enabled();
     // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
     // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
     // groups: 180 full CTAs left 48 SMs with two and 84 with one; now 264 CTAs of 5-6 groups:
