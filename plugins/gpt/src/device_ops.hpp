@@ -84,7 +84,8 @@ struct Buffers {
   int32_t *ids, *tokens, *positions;
   float *attn_ws;
   int64_t attn_ws_floats;
-  unsigned *route_counter; // gpt-oss moe_route
+  unsigned *route_counter;     // gpt-oss moe_route
+  void *attn_staged = nullptr; // gpt-oss: attention's staged output (nullptr where the layout has none)
 };
 Buffers carve(const Session &s);
 

@@ -50,12 +50,14 @@ Buffers carve(const Session &s) {
   const ScratchLayout &L = s.layout;
   auto f = [&](size_t off) { return reinterpret_cast<float *>(base + off); };
   auto i = [&](size_t off) { return reinterpret_cast<int32_t *>(base + off); };
-  return Buffers{
+  Buffers b{
       f(L.x),         f(L.h),       f(L.qkv),         f(L.q),
       f(L.k),         f(L.v),       f(L.attn),        f(L.proj),
       f(L.ffn),       f(L.router),  f(L.weights),     f(L.gate),
       f(L.up),        f(L.down),    i(L.ids),         i(L.tokens),
       i(L.positions), f(L.attn_ws), L.attn_ws_floats, reinterpret_cast<unsigned *>(base + L.route_counter)};
+  b.attn_staged = L.attn_staged ? base + L.attn_staged : nullptr;
+  return b;
 }
 
 __half *k_cache(const Instance &inst, int64_t il) {

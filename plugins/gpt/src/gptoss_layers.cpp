@@ -10,6 +10,7 @@
 // clamped SwiGLU in one of them (linear_id_glu).
 #include "device_ops.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/ggml_types.hpp>
 
 #include <cmath>
@@ -60,6 +61,11 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
   // projections' own passes where the host offers it (SDK 1.4 linear_fused; the same values, within
   // float rounding where the codec scales its dots by the norm's 1/rms).
   const bool fold = inst.fused && m == 1;
+  // One token: attention stages its output for attn_output, whose codec copies it instead of
+  // quantizing b.attn (SDK 1.9; WORKER_STAGED_X=0: not asked for).
+  static const bool staged_on = !wo::env_switched_off("WORKER_STAGED_X");
+  void *const attn_staged = fold && staged_on ? b.attn_staged : nullptr;
+  ap.staged_out = attn_staged;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights &w = inst.w.layers[static_cast<size_t>(il)];
     // ---- attention: q, k, v = W (rmsnorm(x) * attn_norm)
@@ -94,8 +100,9 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
       cuda_ok(kernels::attention(b.q, k_cache(inst, il), v_cache(inst, il), b.attn, ap, s), "attention", il);
     }
     float *const x_out[1] = {b.x};
-    const bool residual_folded = fold && ops.linear_fused(1, &w.attn_output, b.attn, x_out,
-                                                          wo::fusion_residual(f32_data(w.attn_output_b)));
+    const bool residual_folded =
+        fold && ops.linear_fused(1, &w.attn_output, b.attn, x_out,
+                                 wo::fusion_residual(f32_data(w.attn_output_b), attn_staged));
     if (!residual_folded) {
       ops.linear(w.attn_output, b.attn, b.proj, m);
       cuda_ok(kernels::add_bias(b.proj, f32_data(w.attn_output_b), m, E, s), "attn_output bias", il);

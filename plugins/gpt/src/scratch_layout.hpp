@@ -5,6 +5,8 @@
 
 #include "hparams.hpp"
 
+#include <worker/staged_x.hpp>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -32,6 +34,8 @@ struct ScratchLayout {
   size_t attn_ws = 0;   // attention split-K workspace (decode on long contexts), f32
   int64_t attn_ws_floats = 0;
   size_t route_counter = 0; // gpt-oss: moe_route's last-block counter, u32 (zeroed with attn_ws)
+  size_t attn_staged = 0;   // gpt-oss: one token's attention output as staged int8 terms
+                            // (worker/staged_x.hpp), for attn_output's codec to copy
   size_t total = 0;
 };
 
@@ -71,6 +75,8 @@ inline ScratchLayout scratch_layout(const Hparams &hp, int64_t n_batch, int64_t 
   L.attn_ws_floats = attn_ws_floats;
   L.attn_ws = take(static_cast<size_t>(attn_ws_floats) * f);
   if (hp.family != Family::Gpt2) L.route_counter = take(sizeof(unsigned));
+  if (hp.family != Family::Gpt2 && wo::staged::fits(hp.q_dim()))
+    L.attn_staged = take(static_cast<size_t>(wo::staged::row_bytes(hp.q_dim())));
   return L;
 }
 

@@ -10,7 +10,9 @@
 // gate/up/SiLU, down. Nothing here allocates or synchronizes per call.
 #include "model.hpp"
 
+#include <worker/env_switch.hpp>
 #include <worker/kernels.hpp>
+#include <worker/staged_x.hpp>
 
 #include <cuda_runtime.h>
 
@@ -34,6 +36,10 @@ struct Model::Scratch {
   int32_t *positions = nullptr;
   float *attn_ws = nullptr; // attention split-K workspace
   int64_t attn_ws_floats = 0;
+  // One token's attention output as the int8 GEMVs' staged terms (worker/staged_x.cuh), written by
+  // decode attention so that the o projection copies them instead of quantizing att; nullptr where
+  // q_dim is no multiple of 32 or WORKER_STAGED_X=0.
+  uint8_t *att_staged = nullptr;
 };
 
 namespace {
@@ -62,7 +68,8 @@ Model::~Model() { session_end(); }
 
 uint64_t Model::session_scratch_bytes(const HParams &hp, int64_t n_batch) {
   const int64_t ws = k::attention_workspace_floats(n_batch, hp.n_head, hp.head_dim);
-  return scratch_bytes(hp, n_batch) + static_cast<uint64_t>(ws) * sizeof(float) + 256;
+  return scratch_bytes(hp, n_batch) + static_cast<uint64_t>(ws) * sizeof(float) + 256 +
+         static_cast<uint64_t>(wo::staged::row_bytes(hp.q_dim())) + 256;
 }
 
 void Model::session_begin(int64_t n_ctx) {
@@ -101,6 +108,8 @@ void Model::session_begin(int64_t n_ctx) {
   bufs_->positions = c.take<int32_t>(n);
   bufs_->attn_ws_floats = k::attention_workspace_floats(n, hp_.n_head, hp_.head_dim);
   bufs_->attn_ws = c.take<float>(bufs_->attn_ws_floats);
+  if (wo::staged::fits(hp_.q_dim()) && !wo::env_switched_off("WORKER_STAGED_X"))
+    bufs_->att_staged = c.take<uint8_t>(static_cast<uint64_t>(wo::staged::row_bytes(hp_.q_dim())));
   if (c.p > static_cast<char *>(scratch_) + sc_bytes) {
     session_end();
     throw Error(WO_ERR_INTERNAL, "session_begin: scratch layout exceeds its planned size");
@@ -284,13 +293,13 @@ void Model::feed_forward(const LayerWeights &L, int64_t n, int layer) {
   residual_linear(L.down, nullptr, b.act, n, layer);
 }
 
-void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n,
-                            int layer) {
+void Model::residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer,
+                            const void *in_staged) {
   const Scratch &b = *bufs_;
   const float *bias_f = bias ? static_cast<const float *>(bias->data) : nullptr;
   float *const x_out[1] = {b.x};
   if (n == 1 && !residual_pending_ &&
-      try_fused(WO_LINEAR_STACK, 1, &w, in, x_out, wo::fusion_residual(bias_f), layer))
+      try_fused(WO_LINEAR_STACK, 1, &w, in, x_out, wo::fusion_residual(bias_f, in_staged), layer))
     return;
   linear(w, in, b.o, n, layer);
   if (bias_f)
@@ -327,6 +336,10 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   ap.window = hp_.sliding_window;
   ap.workspace = b.attn_ws;
   ap.workspace_floats = b.attn_ws_floats;
+  const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
+  // Decode: attention stages its output for the o projection (one token; the fused path only).
+  const void *att_staged = n == 1 && fuse ? b.att_staged : nullptr;
+  ap.staged_out = const_cast<void *>(att_staged);
 
   // q, k, v views: three contiguous blocks, or one fused [n][q+2kv] block read with a stride.
   const int64_t qkv_stride = QD + 2 * KVD;
@@ -345,7 +358,6 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   if (s != WO_OK) host_failed(s, "gather_rows", w_.token_embd, n, -1);
   residual_pending_ = false;
 
-  const bool fuse = !(flags_ & WO_ARCH_UNFUSED);
   auto f32 = [](const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; };
   const uint64_t layer_kv = static_cast<uint64_t>(n_ctx_) * KVD; // halves per K (or V) per layer
   for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) {
@@ -386,7 +398,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
            "kv write", il);
       cuda(k::attention(q, kc, vc, b.att, ap, st), "attention", il);
     }
-    residual_linear(L.o, L.o_bias, b.att, n, il);
+    residual_linear(L.o, L.o_bias, b.att, n, il, att_staged);
 
     // Feed-forward block: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x) * ffn_norm.
     feed_forward(L, n, il);

@@ -60,7 +60,8 @@ private:
                      float *const *y, int layer);
   bool normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer);
   void feed_forward(const LayerWeights &L, int64_t n, int layer);
-  void residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer);
+  void residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer,
+                       const void *in_staged = nullptr);
   // linear_fused for one token; false (nothing enqueued) when declined or under WO_ARCH_UNFUSED.
   bool try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,
                  const wo_linear_fusion &f, int layer);

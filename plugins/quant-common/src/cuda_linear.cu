@@ -319,6 +319,8 @@ Fusion read_fusion(const wo_linear_fusion *f) {
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, bias)) fu.bias = f->bias;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, accumulate)) fu.accumulate = f->accumulate != 0;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, glu_up)) fu.glu_up = f->glu_up;
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, x_staged))
+    fu.x_staged = static_cast<const uint8_t *>(f->x_staged);
   fu.early = dev::gemv_early();
   fu.norm_late = fu.norm_w && dev::norm_late();
   return fu;
@@ -411,7 +413,11 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
   p.y_f16 = y_type == WO_DTYPE_F16;
   p.n_tokens = 1;
   p.n_slots = p.x_slots = p.n_expert = 1;
-  if (!ops.gemv_multi(p, seg, fu, host->cuda_stream)) return false;
+  Fusion f = fu;
+  if (f.x_staged && (f.norm_w || f.glu_up || p.x_f16 || !wo::staged::fits(p.cols) ||
+                     reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !dev::staged_x_enabled()))
+    f.x_staged = nullptr; // a hint only: x is read instead
+  if (!ops.gemv_multi(p, seg, f, host->cuda_stream)) return false;
   check_launch([&] {
     std::string names;
     for (int32_t i = 0; i < n; ++i)
@@ -595,7 +601,11 @@ bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor 
   fu.glu_limit = fu.glu_clamped ? glu->limit : 0.0f;
   fu.gate_bias = gate_bias;
   fu.up_bias = up_bias;
-  if (!ops.gemv_multi(p, seg, fu, host->cuda_stream)) return false;
+  Fusion f = fu;
+  if (f.x_staged && (f.norm_w || f.glu_up || p.x_f16 || !wo::staged::fits(p.cols) ||
+                     reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !dev::staged_x_enabled()))
+    f.x_staged = nullptr; // a hint only: x is read instead
+  if (!ops.gemv_multi(p, seg, f, host->cuda_stream)) return false;
   check_launch([&] {
     return std::string(kOp) + " on " + describe(gate) + ", " + describe(up) +
            " with n_slots=" + std::to_string(n_slots);

@@ -16,6 +16,7 @@
 #include <worker/kernels.hpp>
 #include <worker/rms_norm.cuh>
 #include <worker/sdk.hpp>
+#include <worker/staged_x.cuh>
 
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -895,6 +896,69 @@ TEST_F(GpuCodec, LinearSwigluEqualsTwoLinearsThenSilu) {
                 WO_ERR_UNSUPPORTED);
       dev->sync();
       EXPECT_EQ(y.download(sentinel.size()), sentinel) << "a declined linear_swiglu wrote its output";
+    }
+}
+
+// linear_fused with x_staged (SDK 1.9): the one-token int8 GEMVs copy the row x's producer staged
+// (worker/staged_x.cuh) instead of quantizing x, and give the bits they give from x. To show that
+// the staged row is what was read, x holds other values than the staged row (x1, staged x2): the
+// result must be that of x2 (x1's under WORKER_STAGED_X=0, which reads x). Shapes: the int8x
+// kernel (896 x 896), the unit kernel (2048 x 2048) and its tiled grid (Q6_K 896 x 4864), one
+// group of zeros (amax 0). The SDK's stage_row kernel gives the host's staging byte for byte.
+TEST_F(GpuCodec, LinearFusedCopiesTheRowItsProducerStaged) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
+  if (const char *v = non_default_gemv())
+    GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": FP32 activations, nothing staged";
+  const bool reads_staged = !wo::env_switched_off("WORKER_STAGED_X");
+  const cudaStream_t s = dev->stream();
+  const struct { int64_t rows, cols; } shapes[] = {{896, 896}, {2048, 2048}, {896, 4864}};
+  for (const auto &sh : shapes)
+    for (uint32_t type : kPlugin.types) {
+      if (wo::ggml::type_info(type)->block_elems == 1) continue; // plain types: no int8 GEMV
+      const char *tn = wo::ggml::type_name(type);
+      const int64_t cols = valid_cols(type, sh.cols);
+      if (!wo::staged::fits(cols)) continue;
+      const auto raw = random_blocks(type, sh.rows, cols, rng());
+      DeviceArray<uint8_t> w(raw.size());
+      w.upload(raw.data(), raw.size());
+      const wo_tensor t = make_tensor(type, w.get(), cols, sh.rows);
+      const wo_tensor *tw = &t;
+      auto x1 = normal_floats(static_cast<size_t>(cols), rng(), 3.0f);
+      auto x2 = normal_floats(static_cast<size_t>(cols), rng(), 3.0f);
+      std::fill(x2.begin() + 32, x2.begin() + 64, 0.0f); // a group of zeros
+      const int64_t nb = wo::staged::row_bytes(cols);
+      std::vector<uint8_t> staged2(static_cast<size_t>(nb));
+      wo::staged::stage_row_host(x2.data(), cols, staged2.data());
+      DeviceArray<float> dx1(cols), dx2(cols), y(sh.rows), y_ref(sh.rows);
+      DeviceArray<uint8_t> dst(nb), dst_dev(nb);
+      dx1.upload(x1.data(), x1.size());
+      dx2.upload(x2.data(), x2.size());
+      dst.upload(staged2.data(), staged2.size());
+      ASSERT_EQ(wo::kernels::stage_row(dx2.get(), dst_dev.get(), cols, s), cudaSuccess);
+      const auto b = normal_floats(static_cast<size_t>(sh.rows), rng());
+      const auto y0 = normal_floats(static_cast<size_t>(sh.rows), rng(), 5.0f);
+      DeviceArray<float> bias(sh.rows);
+      bias.upload(b.data(), b.size());
+      void *ty[1] = {y.get()}, *tref[1] = {y_ref.get()};
+      // y0 + W x + b from x alone (the reference), then from x1 with x2's staged row
+      const auto run = [&](const float *x, const void *staged, void *const *out) {
+        const wo_linear_fusion f = wo::fusion_residual(bias.get(), staged);
+        return q->linear_fused(dev->host(), WO_LINEAR_STACK, 1, &tw, x, WO_DTYPE_F32, out, WO_DTYPE_F32, 1,
+                               &f);
+      };
+      y_ref.upload(y0.data(), y0.size());
+      ASSERT_EQ(run(reads_staged ? dx2.get() : dx1.get(), nullptr, tref), WO_OK)
+          << tn << ": " << q->last_error();
+      y.upload(y0.data(), y0.size());
+      ASSERT_EQ(run(dx1.get(), dst.get(), ty), WO_OK) << tn << ": " << q->last_error();
+      dev->sync();
+      EXPECT_EQ(dst_dev.download(static_cast<size_t>(nb)), staged2) << tn << " " << cols << ": stage_row";
+      const auto got = y.download(static_cast<size_t>(sh.rows)),
+                 want = y_ref.download(static_cast<size_t>(sh.rows));
+      EXPECT_EQ(got, want) << tn << " " << sh.rows << "x" << cols
+                           << (unit_gemv_weight(type, sh.rows, cols) ? " (units)" : " (int8x)")
+                           << ": the staged row's result";
+      EXPECT_NE(got, y0) << tn << ": nothing was added";
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 namespace wo::quant {
@@ -79,6 +80,39 @@ TEST(Int8xStaging, ReconstructsWithinTheBound) {
   const auto x = outlier_activations(4096, seed);
   expect_reconstructs(x, stage<2>(x), 1.0 / 64516.0);
   expect_reconstructs(x, stage<1>(x), 1.0 / 254.0);
+}
+
+// A row staged by its producer (worker/staged_x.cuh, SDK 1.9) holds what the GEMV's staging computes:
+// the same hi and lo terms per value, scale per group, and each 16-value half's term sums, from which
+// a consumer's sum16 comes out as the staging's (one term: the hi terms and hi sums alone).
+TEST(Int8xStaging, ProducerStagedRowHoldsTheStagingTerms) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto x = outlier_activations(896, seed);
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f); // a group of zeros
+  const int64_t cols = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> row(static_cast<size_t>(wo::staged::row_bytes(cols)), 0xAA);
+  wo::staged::stage_row_host(x.data(), cols, row.data());
+  const StagedX two = stage<2>(x), one = stage<1>(x);
+  for (int64_t c = 0; c < cols; ++c) {
+    ASSERT_EQ(static_cast<int8_t>(row[c]), two.hi[c]) << "hi " << c;
+    ASSERT_EQ(static_cast<int8_t>(row[wo::staged::lo_offset(cols) + c]), two.lo[c]) << "lo " << c;
+    ASSERT_EQ(one.hi[c], two.hi[c]) << "one term's hi " << c;
+  }
+  for (int64_t g = 0; g < cols / 32; ++g) {
+    wo::staged::Record r;
+    std::memcpy(&r, row.data() + wo::staged::record_offset(cols, g), sizeof r);
+    EXPECT_EQ(r.scale, two.scale[g]) << "group " << g;
+    EXPECT_EQ(r.unused, 0u);
+    for (int half = 0; half < 2; ++half) {
+      int hs, ls;
+      wo::staged::unpack_half(r.half[half], hs, ls);
+      EXPECT_EQ(xq_sum(r.scale, hs, ls), two.sum16[2 * g + half]) << "group " << g << " half " << half;
+      EXPECT_EQ(xq_sum(r.scale, hs, 0), one.sum16[2 * g + half])
+          << "one term, group " << g << " half " << half;
+    }
+  }
+  EXPECT_EQ(row.size(), static_cast<size_t>(2 * cols + cols / 32 * 16));
 }
 
 TEST(Int8xStaging, MxfpBytesMatchTheCodeTable) {

@@ -28,9 +28,10 @@ extern "C" {
 
 #define WORKER_SDK_ABI_MAJOR 1u
 #define WORKER_SDK_ABI_MINOR                                                                                 \
-  8u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
+  9u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
         1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled;              \
-        1.7: linear_id_glu, wo_expert_glu; 1.8: linear_fused stacks of mixed types */
+        1.7: linear_id_glu, wo_expert_glu; 1.8: linear_fused stacks of mixed types;                          \
+        1.9: wo_linear_fusion.x_staged */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -267,6 +268,11 @@ struct wo_linear_fusion {
    * kernel's expression, so the down projection needs no SwiGLU kernel before it. Not with
    * norm_weight. Hosts pass WO_LINEAR_GLU only to codecs built against SDK >= 1.5. */
   const float *glu_up;
+  /* 1.9, optional: x as staged int8 terms (worker/staged_x.cuh: hi, lo, a record per 32; device,
+   * 16-byte aligned), written by x's producer (the SDK attention kernels' AttentionParams::
+   * staged_out), so that the one-token int8 GEMVs copy the terms instead of quantizing x. A hint:
+   * x must hold the same values, and a codec may read x instead. Not with norm_weight or glu_up. */
+  const void *x_staged;
 };
 
 /* 1.7: linear_id_glu's activation. For token t, slot k, expert e = ids[t n_slots + k] and row r:

@@ -320,11 +320,13 @@ inline wo_linear_fusion fusion_norm(const float *norm_weight, float eps) {
   f.norm_eps = eps;
   return f;
 }
-inline wo_linear_fusion fusion_residual(const float *bias) {
+// x_staged (1.9, optional): x as its producer staged it (worker/staged_x.cuh), a hint for the codec.
+inline wo_linear_fusion fusion_residual(const float *bias, const void *x_staged = nullptr) {
   wo_linear_fusion f{};
   f.struct_size = sizeof f;
   f.bias = bias;
   f.accumulate = 1;
+  f.x_staged = x_staged;
   return f;
 }
 // op WO_LINEAR_GLU (1.5): the down projection of silu(gate) * up, added into y (the residual).

@@ -9,6 +9,8 @@
 // writes its partial state to the workspace and a second kernel merges the splits.
 #include "attention_common.cuh"
 
+#include <worker/staged_x.cuh>
+
 #include <worker/kernels.hpp>
 
 #include <algorithm>
@@ -273,8 +275,20 @@ AttnConsts attention_consts(const AttentionParams &p, int64_t &state_floats) {
   k.counters = has_ws ? reinterpret_cast<unsigned *>(p.workspace) : nullptr;
   k.ws = has_ws ? p.workspace + counter_floats : nullptr;
   state_floats = has_ws ? p.workspace_floats - counter_floats : 0;
+  const bool staged = p.staged_out && p.n_tokens == 1;
+  k.staged = staged ? static_cast<uint8_t *>(p.staged_out) : nullptr;
+  k.staged_cols = staged ? q_row : 0;
   return k;
 }
+
+// The staged row where a call asked for it and its kernel did not write it (kernel_staged: the
+// grouped kernel stages whole heads of head_dim % 32 == 0; the general kernel never).
+cudaError_t stage_after(cudaError_t e, const AttnConsts &k, const float *out, bool kernel_staged,
+                        cudaStream_t stream) {
+  if (e != cudaSuccess || !k.staged || kernel_staged) return e;
+  return stage_row(out, k.staged, k.staged_cols, stream);
+}
+bool grouped_stages(const AttnConsts &k) { return k.head_dim % wo::staged::kGroup == 0; }
 
 } // namespace
 
@@ -286,15 +300,16 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   AttnConsts k = attention_consts(p, state_floats);
   cudaError_t decoded = cudaSuccess;
   if (detail::attention_grouped(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
-    return decoded;
+    return stage_after(decoded, k, out, grouped_stages(k), stream);
   k.n_splits = choose_splits(p, state_floats);
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
                   static_cast<unsigned>(k.n_splits));
-  const cudaError_t e =
-      detail::launch(attention_kernel, grid, kWarps * 32, 0, stream, q, k_cache, v_cache, out, k);
-  if (e != cudaSuccess || k.n_splits == 1) return e;
-  const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
-  return detail::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
+  cudaError_t e = detail::launch(attention_kernel, grid, kWarps * 32, 0, stream, q, k_cache, v_cache, out, k);
+  if (e == cudaSuccess && k.n_splits > 1) {
+    const dim3 merge_grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads));
+    e = detail::launch(attention_merge_kernel, merge_grid, 128, 0, stream, out, k);
+  }
+  return stage_after(e, k, out, false, stream);
 }
 
 cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float *out,
@@ -314,7 +329,8 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
     k.positions_settled = a.positions_settled;
     k.fresh = detail::FreshQkv{c.k, c.v, c.q_bias, c.k_bias, c.v_bias, c.kv_stride, c.k_cache, c.v_cache, rc};
     cudaError_t e = cudaSuccess;
-    if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e)) return e;
+    if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e))
+      return stage_after(e, k, out, grouped_stages(k), stream);
   }
   const cudaError_t e = rope_kv_write(a, ap.n_tokens, rp, stream);
   return e != cudaSuccess ? e : attention(a.q, a.k_cache, a.v_cache, out, ap, stream);

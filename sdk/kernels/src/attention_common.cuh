@@ -57,6 +57,8 @@ struct AttnConsts {
   bool prefetch_second_tile; // grouped kernel, with preload_keys: the second tile's rows asked of L2
                              // before the wait (WORKER_ATTN_PREFETCH2=0 turns it off, for A/B runs)
   FreshQkv fresh;
+  uint8_t *staged;     // one query: the output row's staged terms (AttentionParams::staged_out), else nullptr
+  int64_t staged_cols; // n_heads * head_dim
 };
 
 // Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16

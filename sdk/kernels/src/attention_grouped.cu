@@ -19,6 +19,8 @@
 // merge kernel runs.
 #include "attention_common.cuh"
 
+#include <worker/staged_x.cuh>
+
 #include <worker/env_switch.hpp>
 
 #include <algorithm>
@@ -397,6 +399,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   };
 
   if (r.used == 1) { // the whole range: fold in the sink (a logit without a value) and normalize
+    // (n_out is a multiple of 32 where k.staged is set: a warp's 32 outputs are one staged group)
     for (int i = tid; i < n_out; i += kThreads) {
       const int row = i / hd, d = i - row * hd;
       const int32_t h = h0 + row % G;
@@ -405,8 +408,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       if (l > 0.0f) big = fmaxf(big, m);
       const float e = l > 0.0f ? expf(m - big) : 0.0f;
       const float denom = (k.sinks ? expf(k.sinks[h] - big) : 0.0f) + l * e;
-      out[(t0 + row / G) * k.out_stride + static_cast<int64_t>(h) * hd + d] =
-          denom > 0.0f ? block_sum_at(i) * e * (1.0f / denom) : 0.0f;
+      const float o[1] = {denom > 0.0f ? block_sum_at(i) * e * (1.0f / denom) : 0.0f};
+      out[(t0 + row / G) * k.out_stride + static_cast<int64_t>(h) * hd + d] = o[0];
+      if (k.staged)
+        wo::staged::write_group<1>(o, static_cast<int64_t>(h) * hd + d, true, k.staged, k.staged_cols);
     }
     return;
   }
@@ -493,16 +498,25 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     part_s[i] = o;
   }
   __syncthreads();
-  for (int q4 = tid; q4 < n4; q4 += kThreads) {
-    const int g = q4 / hd4, d4 = q4 - g * hd4;
-    float4 o = part_s[q4];
-    for (int p = 1; p < parts; ++p) {
+  // Whole warps take each round (the staging's shuffles): 8 lanes hold a group of 32 outputs.
+  for (int base = 0; base < n4; base += kThreads) {
+    const int q4 = base + tid;
+    const bool on = q4 < n4; // whole groups of 8 lanes (n4 = G hd / 4, hd % 32 == 0 where staged)
+    const int g = on ? q4 / hd4 : 0, d4 = q4 - g * hd4;
+    float4 o = on ? part_s[q4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int p = 1; on && p < parts; ++p) {
       const float4 a = part_s[p * n4 + q4];
       o.x += a.x, o.y += a.y, o.z += a.z, o.w += a.w;
     }
-    const float inv = inv_s[g];
-    float4 *dst = reinterpret_cast<float4 *>(out + t * k.out_stride + static_cast<int64_t>(h0 + g) * hd) + d4;
-    *dst = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
+    const float inv = on ? inv_s[g] : 0.0f;
+    const float v[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
+    if (on) {
+      float4 *dst =
+          reinterpret_cast<float4 *>(out + t * k.out_stride + static_cast<int64_t>(h0 + g) * hd) + d4;
+      *dst = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    if (k.staged) // (warp-uniform)
+      wo::staged::write_group<4>(v, static_cast<int64_t>(h0 + g) * hd + 4 * d4, on, k.staged, k.staged_cols);
   }
 }
 
@@ -625,6 +639,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
     return false;
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
+  if (k.head_dim % wo::staged::kGroup != 0) k.staged = nullptr; // the caller stages (a group spans heads)
   k.preload_keys = preload_enabled();
   k.prefetch_second_tile = prefetch_second_tile_enabled();
   // Decode-sized calls: as many splits as the GPU holds blocks at once (one wave: a block's chain of

@@ -4,6 +4,7 @@
 #include "rope_ref.hpp"
 
 #include <worker/kernels.hpp>
+#include <worker/staged_x.cuh>
 
 #include <cstring>
 #include <string>
@@ -123,7 +124,10 @@ TEST(FusedKernels, RopeKvWriteMatchesBiasRopeAndCacheWrite) {
 
 // One decode step: rope_kv_attention (one launch where the decode kernel serves it), with positions
 // read after and before the PDL wait (positions_settled), against rope_kv_write then attention,
-// from the same cache and fresh q/k/v: the same output and cache bits.
+// from the same cache and fresh q/k/v: the same output and cache bits. Each also stages its output
+// (AttentionParams::staged_out, SDK 1.9): the bytes the host's staging gives the output row, from
+// the kernel's one-split and merge paths (positions 0, 5 and 700, 2047), or from stage_row where a
+// staged group would span two heads (head_dim 40).
 TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
   WO_REQUIRE_DEVICE();
   const uint32_t seed = fresh_seed();
@@ -141,6 +145,7 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
       {"gpt-oss 64:8 yarn + biases + sinks", 64, 8, 64, 0, RopeMode::Neox, false, true, true, true, 0},
       {"gpt-oss sliding 128", 64, 8, 64, 0, RopeMode::Neox, false, true, true, true, 128},
       {"llama 32:8 hd128 norm", 32, 8, 128, 0, RopeMode::Norm, false, false, false, false, 0},
+      {"8:2 hd40 (staged after)", 8, 2, 40, 0, RopeMode::Neox, false, false, false, false, 0},
   };
   for (const Step &c : steps)
     for (const int32_t pos : {0, 5, 700, 2047}) {
@@ -163,8 +168,10 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
       const int64_t ws_floats = attention_workspace_floats(1, c.n_heads, c.head_dim);
       std::vector<float> outs[3];
       std::vector<__half> k_after[3], v_after[3];
+      std::vector<uint8_t> staged[3];
       for (int fused = 0; fused < 3; ++fused) { // separate, fused, fused with settled positions
         DeviceBuffer<float> dbuf(buf), out(QD), ws(ws_floats);
+        DeviceBuffer<uint8_t> st(static_cast<size_t>(wo::staged::row_bytes(QD)));
         DeviceBuffer<__half> kc(cache), vc(cache);
         ASSERT_EQ(cudaMemset(ws.get(), 0, ws_floats * sizeof(float)), cudaSuccess);
         QkvRopeCache a;
@@ -184,6 +191,7 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
         ap.q_stride = row;
         ap.workspace = ws.get(), ap.workspace_floats = ws_floats;
         ap.positions = dpos.get();
+        ap.staged_out = st.get();
         if (fused) {
           ASSERT_EQ(rope_kv_attention(a, rp, out.get(), ap, nullptr), cudaSuccess) << what;
         } else {
@@ -193,6 +201,7 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
         outs[fused] = out.download();
         k_after[fused] = kc.download();
         v_after[fused] = vc.download();
+        staged[fused] = st.download();
       }
       const auto bits = [](const std::vector<__half> &h) {
         std::vector<uint16_t> b(h.size());
@@ -204,6 +213,12 @@ TEST(FusedKernels, RopeKvAttentionEqualsRopeKvWriteThenAttention) {
         EXPECT_EQ(outs[f], outs[0]) << what << how << " output, seed " << seed;
         EXPECT_EQ(bits(k_after[f]), bits(k_after[0])) << what << how << " K cache, seed " << seed;
         EXPECT_EQ(bits(v_after[f]), bits(v_after[0])) << what << how << " V cache, seed " << seed;
+      }
+      for (int f = 0; f < 3; ++f) {
+        std::vector<uint8_t> want(static_cast<size_t>(wo::staged::row_bytes(QD)));
+        wo::staged::stage_row_host(outs[f].data(), QD, want.data());
+        EXPECT_EQ(staged[f], want) << what << (f ? " fused" : " separate") << ": staged output, seed "
+                                   << seed;
       }
     }
 }

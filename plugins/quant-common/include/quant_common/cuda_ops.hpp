@@ -77,6 +77,10 @@ struct Fusion {
   // With norm_w: the int8 GEMVs stage x * norm_w and scale each dot by 1/rms (gemv_common.cuh's
   // norm_late; WORKER_NORM_LATE=0: they stage the normalized row, the separate kernels' bits).
   bool norm_late = false;
+  // SDK 1.9: x as staged int8 terms (worker/staged_x.cuh), written by x's producer; the one-token
+  // int8 GEMVs copy it instead of quantizing x. A hint: fused_pass drops it where it does not apply
+  // (a norm or SwiGLU prologue, F16 x), and x stays valid either way.
+  const uint8_t *x_staged = nullptr;
   bool any() const { return norm_w || bias || accumulate || glu_up; }
 };
 

@@ -302,6 +302,36 @@ template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float
   return r;
 }
 
+// What quantize_x8 gives for this thread's eight values at c, from a row its producer staged
+// (worker/staged_x.cuh: the same arithmetic, so the same bits). Loads only: no shuffles, no math
+// past the group sum of this lane pair's half.
+template <int kTerms>
+__device__ __forceinline__ Staged8 load_staged8(const uint8_t *row, int64_t cols, int64_t c, bool on) {
+  Staged8 r{{0, 0}, {0, 0}, 0.0f, 0.0f, 0, 0};
+  if (!on) return r;
+  const uint2 h = *reinterpret_cast<const uint2 *>(row + c);
+  const uint4 rec = *reinterpret_cast<const uint4 *>(row + wo::staged::record_offset(cols, c / 32));
+  r.hw[0] = h.x, r.hw[1] = h.y, r.scale = __uint_as_float(rec.x);
+  int hs, ls;
+  wo::staged::unpack_half(c % 32 < 16 ? rec.y : rec.z, hs, ls);
+  if constexpr (kTerms == 2) {
+    const uint2 l = *reinterpret_cast<const uint2 *>(row + wo::staged::lo_offset(cols) + c);
+    r.lw[0] = l.x, r.lw[1] = l.y;
+  } else {
+    ls = 0; // one term: hi alone (a lone term's hi is the two-term hi)
+  }
+  r.hs16 = hs, r.ls16 = ls;
+  r.sum16 = xq_sum(r.scale, hs, ls);
+  return r;
+}
+
+// Whether the int8 GEMVs copy a row their producer staged (Fusion::x_staged) instead of quantizing
+// x; WORKER_STAGED_X=0 quantizes x (A/B; the same bits either way).
+inline bool staged_x_enabled() {
+  static const bool v = !env_switched_off("WORKER_STAGED_X");
+  return v;
+}
+
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
 // 4 consecutive threads share one group of 32, 8 activations each), through load_x8_normed: with
 // norm_w or glu_up, linear_fused's norm or SwiGLU prologue. norm_w: the CTA's shared-memory copy.
@@ -309,15 +339,20 @@ template <int kTerms>
 __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off, int8_t *hi, int8_t *lo,
                                              float *scale, float *sum16, const float *norm_w = nullptr,
                                              float norm_eps = 0.0f, const float *glu_up = nullptr,
-                                             float *late_part = nullptr) {
+                                             float *late_part = nullptr, const uint8_t *staged = nullptr) {
   const int lane = threadIdx.x % 32;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
-    float v[8];
-    load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
-    const Staged8 q = quantize_x8<kTerms>(v);
+    Staged8 q;
+    if (staged) {
+      q = load_staged8<kTerms>(staged, p.cols, c, on);
+    } else {
+      float v[8];
+      load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
+      q = quantize_x8<kTerms>(v);
+    }
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);
       if (kTerms == 2) *reinterpret_cast<uint2 *>(lo + c) = make_uint2(q.lw[0], q.lw[1]);

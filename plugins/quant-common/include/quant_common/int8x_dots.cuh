@@ -19,6 +19,8 @@
 
 #include "quant_common/device_decoders.cuh"
 
+#include <worker/staged_x.cuh>
+
 #ifdef __CUDACC__
 #include <cuda_fp16.h>
 #endif
@@ -35,11 +37,16 @@ struct XQ {
   const float *sum16; // [cols / 16], s * (sum(hi) + sum(lo) / 254) over 16 elements
 };
 
-constexpr float kLoSteps = 254.0f; // lo counts 1/254ths of a scale step: |lo| <= 127
-constexpr float kInvLoSteps = 1.0f / 254.0f;
+// The staging's arithmetic is the SDK's (worker/staged_x.cuh), which producers that stage a row
+// for the next projection share (decode attention's output for the o projection): one definition,
+// so that a copied row has the bits the GEMV's own staging would give.
+using wo::staged::kInvLoSteps;
+using wo::staged::kLoSteps; // lo counts 1/254ths of a scale step: |lo| <= 127
+using wo::staged::kRoundMagic;
+using wo::staged::kRoundMagicBits;
 
-QC_HD float xq_scale(float amax) { return amax / 127.0f; }
-QC_HD float xq_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
+QC_HD float xq_scale(float amax) { return wo::staged::scale_of(amax); }
+QC_HD float xq_inv(float amax) { return wo::staged::inv_of(amax); }
 // Splits x (scaled by inv = 127/amax) into hi + lo/254 steps; |hi|, |lo| <= 127. With one term
 // (kTerms == 1, see act_terms()) lo is 0: x is hi steps of amax/127, llama.cpp's q8_1 activations.
 //
@@ -49,18 +56,11 @@ QC_HD float xq_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
 // conversions ran on the SM's 16-per-clock conversion unit, three per activation, in every CTA's
 // staging: ~1.3 us between the staged x landing and the barrier of a 3072- or 4096-column GEMV
 // (H100 phase trace). |t| <= 127 whenever inv is finite.
-constexpr float kRoundMagic = 12582912.0f; // 1.5 x 2^23
-constexpr int kRoundMagicBits = 0x4B400000;
 #ifdef __CUDACC__
 // The device's roundings as the sums' bits: kRoundMagicBits + hi and + lo (lo 0 with one term).
 template <int kTerms>
 __device__ __forceinline__ void xq_split_bits(float x, float inv, uint32_t &hb, uint32_t &lb) {
-  const float t = x * inv;
-  const float m = __fadd_rn(t, kRoundMagic); // kRoundMagic + rint(t), exactly
-  const float r = __fsub_rn(m, kRoundMagic); // rint(t)
-  hb = __float_as_uint(m);
-  lb = kTerms == 2 ? __float_as_uint(__fadd_rn(__fmul_rn(__fsub_rn(t, r), kLoSteps), kRoundMagic))
-                   : static_cast<uint32_t>(kRoundMagicBits);
+  wo::staged::split_bits<kTerms>(x, inv, hb, lb);
 }
 #endif
 template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &lo) {
@@ -77,12 +77,10 @@ template <int kTerms = 2> QC_HD void xq_split(float x, float inv, int &hi, int &
   lo = kTerms == 2 ? static_cast<int>(std::nearbyint((t - r) * kLoSteps)) : 0;
 #endif
 }
-QC_HD float xq_sum(float scale, int hi_sum, int lo_sum) {
-  // scale (hi + lo / 254), the roundings explicit: contracted or not per kernel instance, the staged
-  // sums (hence every dot of a type with a min or offset) differed between the unit GEMV's SwiGLU
-  // and plain instances
-  return mul_rn(scale, fma_rn(static_cast<float>(lo_sum), kInvLoSteps, static_cast<float>(hi_sum)));
-}
+// scale (hi + lo / 254), the roundings explicit: contracted or not per kernel instance, the staged
+// sums (hence every dot of a type with a min or offset) differed between the unit GEMV's SwiGLU
+// and plain instances
+QC_HD float xq_sum(float scale, int hi_sum, int lo_sum) { return wo::staged::sum(scale, hi_sum, lo_sum); }
 
 // sum of 4 int8 products plus c (the host emulates the instruction).
 QC_HD int dp4a(uint32_t a, uint32_t b, int c) {

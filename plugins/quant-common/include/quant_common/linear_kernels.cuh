@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
     cp_async_wait<0>(); // this thread's early reads (its norm weights' copy among them) have landed
     __shared__ float late_part[wo::rmsnorm::kThreads / 32];
     stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, fu.norm_eps, fu.glu_up,
-                         fu.norm_late ? late_part : nullptr);
+                         fu.norm_late ? late_part : nullptr, fu.x_staged);
     __syncthreads();
     const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the

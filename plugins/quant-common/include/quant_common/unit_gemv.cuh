@@ -122,15 +122,20 @@ struct UnitGrid {
 template <int QU, XOrder O, bool kHalfSums, int kTerms>
 __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
                                               XMeta *meta, const float *norm_w, float norm_eps,
-                                              const float *glu_up, float *late_part) {
+                                              const float *glu_up, float *late_part, const uint8_t *staged) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
-    float v[8];
-    load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
-    const Staged8 s = quantize_x8<kTerms>(v);
+    Staged8 s;
+    if (staged) {
+      s = load_staged8<kTerms>(staged, p.cols, c, on);
+    } else {
+      float v[8];
+      load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
+      s = quantize_x8<kTerms>(v);
+    }
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
     const int hs16 = __shfl_xor_sync(0xffffffffu, s.hs16, 2), ls16 = __shfl_xor_sync(0xffffffffu, s.ls16, 2);
@@ -366,7 +371,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     __syncthreads(); // the previous problem's readers are done with the stage
     __shared__ float late_part[wo::rmsnorm::kThreads / 32];
     stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(
-        p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up, fu.norm_late ? late_part : nullptr);
+        p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up, fu.norm_late ? late_part : nullptr,
+        fu.x_staged);
     __syncthreads();
     const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from

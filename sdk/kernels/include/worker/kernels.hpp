@@ -184,7 +184,16 @@ struct AttentionParams {
   // (positions[t] <= pos0 + t, n_kv >= positions[last] + 1) that size the launch, so one call,
   // captured in a CUDA graph, serves every position up to the bound.
   const int32_t *positions = nullptr;
+  // Optional device bytes (worker/staged_x.cuh: row_bytes(n_heads * head_dim), 16-byte aligned):
+  // with one query, the output row also as the int8 GEMVs' staged terms, for the projection after
+  // attention (wo_linear_fusion::x_staged), written by the kernel that writes the row (a stage_row
+  // launch after it where no kernel of this family can). Ignored for other query counts.
+  void *staged_out = nullptr;
 };
+
+// The row x[0..cols) as the int8 GEMVs' staged terms (worker/staged_x.cuh) at staged (cols % 32 == 0,
+// 16-byte aligned): the producer side for rows no kernel stages itself, and the tests' reference.
+cudaError_t stage_row(const float *x, void *staged, int64_t cols, cudaStream_t stream);
 
 // Floats of workspace that lets attention() split keys for up to n_tokens queries of n_heads
 // heads of head_dim (0 when it never splits for such calls).
