@@ -267,6 +267,10 @@ wo_status host_linear_fused(void *ctx, int32_t op, int32_t n, const wo_tensor *c
     if (!WO_HAS_FIELD(wo_quant_v1, q->vt->struct_size, linear_fused) || !q->vt->linear_fused)
       return WO_ERR_UNSUPPORTED;
     if (op == WO_LINEAR_GLU && q->abi_minor < 5) return WO_ERR_UNSUPPORTED; // a 1.4 codec knows no GLU
+    // A codec before 1.9 would ignore y_staged and leave the staged row unwritten; x_staged is a hint.
+    if (fusion && WO_HAS_FIELD(wo_linear_fusion, fusion->struct_size, y_staged) && fusion->y_staged &&
+        q->abi_minor < 9)
+      return WO_ERR_UNSUPPORTED;
     return q->vt->linear_fused(&e.host, op, n, w, x, x_type, y, y_type, n_tokens, fusion);
   });
 }

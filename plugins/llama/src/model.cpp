@@ -40,6 +40,8 @@ struct Model::Scratch {
   // decode attention so that the o projection copies them instead of quantizing att; nullptr where
   // q_dim is no multiple of 32 or WORKER_STAGED_X=0.
   uint8_t *att_staged = nullptr;
+  // One token's SwiGLU output (act) staged likewise by the gate/up pass, for the down projection.
+  uint8_t *act_staged = nullptr;
 };
 
 namespace {
@@ -69,7 +71,8 @@ Model::~Model() { session_end(); }
 uint64_t Model::session_scratch_bytes(const HParams &hp, int64_t n_batch) {
   const int64_t ws = k::attention_workspace_floats(n_batch, hp.n_head, hp.head_dim);
   return scratch_bytes(hp, n_batch) + static_cast<uint64_t>(ws) * sizeof(float) + 256 +
-         static_cast<uint64_t>(wo::staged::row_bytes(hp.q_dim())) + 256;
+         static_cast<uint64_t>(wo::staged::row_bytes(hp.q_dim())) + 256 +
+         static_cast<uint64_t>(wo::staged::row_bytes(hp.n_ff)) + 256;
 }
 
 void Model::session_begin(int64_t n_ctx) {
@@ -108,8 +111,16 @@ void Model::session_begin(int64_t n_ctx) {
   bufs_->positions = c.take<int32_t>(n);
   bufs_->attn_ws_floats = k::attention_workspace_floats(n, hp_.n_head, hp_.head_dim);
   bufs_->attn_ws = c.take<float>(bufs_->attn_ws_floats);
-  if (wo::staged::fits(hp_.q_dim()) && !wo::env_switched_off("WORKER_STAGED_X"))
-    bufs_->att_staged = c.take<uint8_t>(static_cast<uint64_t>(wo::staged::row_bytes(hp_.q_dim())));
+  if (!wo::env_switched_off("WORKER_STAGED_X")) {
+    if (wo::staged::fits(hp_.q_dim()))
+      bufs_->att_staged = c.take<uint8_t>(static_cast<uint64_t>(wo::staged::row_bytes(hp_.q_dim())));
+    // The gate/up pass staging act for the down projection is opt-in (WORKER_STAGED_ACT=1): its
+    // CTA-major grid and closing barrier cost gate/up more than the copy saves the down projection
+    // (H100, one call: Qwen2.5 1483.1/1335.9 -> 1469.5/1319.3 tok/s, Phi-3 586.1/485.0 ->
+    // 583.4/484.1; docs/perf.md).
+    if (wo::staged::fits(hp_.n_ff) && wo::env_int("WORKER_STAGED_ACT", 0, 1, 0) == 1)
+      bufs_->act_staged = c.take<uint8_t>(static_cast<uint64_t>(wo::staged::row_bytes(hp_.n_ff)));
+  }
   if (c.p > static_cast<char *>(scratch_) + sc_bytes) {
     session_end();
     throw Error(WO_ERR_INTERNAL, "session_begin: scratch layout exceeds its planned size");
@@ -259,10 +270,15 @@ bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights 
   // One pass for gate, up and SiLU where the host offers it (off: WORKER_LINEAR_SWIGLU=0).
   const wo_tensor *gu[2] = {fused_ffn ? &L.gate_half : L.gate, fused_ffn ? &L.up_half : L.up};
   float *const act[1] = {b.act};
-  if (!residual_pending_ && n == 1 && gu[0]->struct_size && gu[1]->struct_size &&
-      try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act,
-                wo::fusion_norm(static_cast<const float *>(norm->data), hp_.rms_eps), layer))
-    return true;
+  if (!residual_pending_ && n == 1 && gu[0]->struct_size && gu[1]->struct_size) {
+    wo_linear_fusion f = wo::fusion_norm(static_cast<const float *>(norm->data), hp_.rms_eps);
+    // With act staged for the down projection where the codec's grid can (SDK 1.9), else without.
+    f.y_staged = b.act_staged;
+    act_staged_ = b.act_staged && try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act, f, layer);
+    if (act_staged_) return true;
+    f.y_staged = nullptr;
+    if (try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act, f, layer)) return true;
+  }
   if (fused_ffn) {
     float *const y[1] = {b.ffn}; // rows [gate; up]
     normed_linear(norm, 0, n, 1, &L.up, y, layer);
@@ -277,8 +293,9 @@ bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights 
 void Model::feed_forward(const LayerWeights &L, int64_t n, int layer) {
   const Scratch &b = *bufs_;
   const int64_t FF = hp_.n_ff;
+  act_staged_ = false;
   if (normed_gate_up(L.ffn_norm, n, L, layer)) {
-    residual_linear(L.down, nullptr, b.act, n, layer);
+    residual_linear(L.down, nullptr, b.act, n, layer, act_staged_ ? b.act_staged : nullptr);
     return;
   }
   // gate and up: [n][2 FF] rows of [gate; up], or [n][FF] gate then [n][FF] up

@@ -77,6 +77,7 @@ private:
   uint32_t flags_;
   void *stream_;
   bool residual_pending_ = false; // the o buffer holds a delta not yet added to x (see normed_linear)
+  bool act_staged_ = false;       // normed_gate_up staged act (Scratch::act_staged) for the down projection
 
   // Session state.
   int64_t n_ctx_ = 0;

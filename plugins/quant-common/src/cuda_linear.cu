@@ -321,6 +321,8 @@ Fusion read_fusion(const wo_linear_fusion *f) {
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, glu_up)) fu.glu_up = f->glu_up;
   if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, x_staged))
     fu.x_staged = static_cast<const uint8_t *>(f->x_staged);
+  if (WO_HAS_FIELD(wo_linear_fusion, f->struct_size, y_staged))
+    fu.y_staged = static_cast<uint8_t *>(f->y_staged);
   fu.early = dev::gemv_early();
   fu.norm_late = fu.norm_w && dev::norm_late();
   return fu;
@@ -413,6 +415,10 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
   p.y_f16 = y_type == WO_DTYPE_F16;
   p.n_tokens = 1;
   p.n_slots = p.x_slots = p.n_expert = 1;
+  // A staged output only from linear_swiglu's unit GEMV (launch_units decides whether its grid can).
+  if (fu.y_staged && (!swiglu || p.y_f16 || !wo::staged::fits(rows) ||
+                      reinterpret_cast<uintptr_t>(fu.y_staged) % 16 != 0 || !dev::staged_x_enabled()))
+    return false;
   Fusion f = fu;
   if (f.x_staged && (f.norm_w || f.glu_up || p.x_f16 || !wo::staged::fits(p.cols) ||
                      reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !dev::staged_x_enabled()))
@@ -601,11 +607,7 @@ bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor 
   fu.glu_limit = fu.glu_clamped ? glu->limit : 0.0f;
   fu.gate_bias = gate_bias;
   fu.up_bias = up_bias;
-  Fusion f = fu;
-  if (f.x_staged && (f.norm_w || f.glu_up || p.x_f16 || !wo::staged::fits(p.cols) ||
-                     reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !dev::staged_x_enabled()))
-    f.x_staged = nullptr; // a hint only: x is read instead
-  if (!ops.gemv_multi(p, seg, f, host->cuda_stream)) return false;
+  if (!ops.gemv_multi(p, seg, fu, host->cuda_stream)) return false;
   check_launch([&] {
     return std::string(kOp) + " on " + describe(gate) + ", " + describe(up) +
            " with n_slots=" + std::to_string(n_slots);

@@ -962,6 +962,81 @@ TEST_F(GpuCodec, LinearFusedCopiesTheRowItsProducerStaged) {
     }
 }
 
+// linear_fused's SwiGLU with y_staged (SDK 1.9): the unit GEMV's by-warp grid, dealt CTA-major,
+// writes its output row and the same row staged as the host stages it (the down projection's
+// x_staged), the row itself bit for bit what it gives without y_staged. Qwen2.5's gate/up (Q5_0
+// 4864 x 896: two rows per group, two rounds on some CTAs) and Phi-3's (Q4_K 8192 x 3072: four
+// rows, one round) must stage; other types and shapes may decline, with nothing written, as the
+// int8x kernel's small weights always do (and everything under WORKER_STAGED_X=0).
+TEST_F(GpuCodec, LinearSwigluStagesItsOutputForTheNextProjection) {
+  ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
+  if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
+  const bool staging = !wo::env_switched_off("WORKER_STAGED_X");
+  const struct {
+    uint32_t type;
+    int64_t rows, cols;
+    bool must;
+  } cases[] = {{wo::ggml::Q5_0, 4864, 896, true},
+               {wo::ggml::Q4_K, 8192, 3072, true},
+               {wo::ggml::Q8_0, 4864, 896, false},
+               {wo::ggml::Q6_K, 4864, 896, false},
+               {wo::ggml::Q5_0, 128, 896, false}};
+  const std::set<uint32_t> types(kPlugin.types.begin(), kPlugin.types.end());
+  for (const auto &c : cases) {
+    if (!types.count(c.type)) continue;
+    const char *tn = wo::ggml::type_name(c.type);
+    const int64_t cols = valid_cols(c.type, c.cols); // (Q6_K: whole 256-blocks)
+    const std::string what = std::string(tn) + " " + std::to_string(c.rows) + "x" + std::to_string(cols);
+    std::unique_ptr<DeviceArray<uint8_t>> w[2];
+    wo_tensor t[2];
+    for (int i = 0; i < 2; ++i) {
+      const auto raw = random_blocks(c.type, c.rows, cols, rng());
+      w[i] = std::make_unique<DeviceArray<uint8_t>>(raw.size());
+      w[i]->upload(raw.data(), raw.size());
+      t[i] = make_tensor(c.type, w[i]->get(), cols, c.rows);
+    }
+    const wo_tensor *gu[2] = {&t[0], &t[1]};
+    const auto xf = normal_floats(static_cast<size_t>(cols), rng(), 3.0f);
+    const auto gf = normal_floats(static_cast<size_t>(cols), rng());
+    DeviceArray<float> x(cols), g(cols), y(c.rows), y_ref(c.rows);
+    x.upload(xf.data(), xf.size());
+    g.upload(gf.data(), gf.size());
+    const int64_t nb = wo::staged::row_bytes(c.rows);
+    DeviceArray<uint8_t> st(nb);
+    const std::vector<uint8_t> poison(static_cast<size_t>(nb), 0x5A);
+    const std::vector<float> sentinel(static_cast<size_t>(c.rows), 7.0f);
+    st.upload(poison.data(), poison.size());
+    y.upload(sentinel.data(), sentinel.size());
+    wo_linear_fusion f = wo::fusion_norm(g.get(), 1e-5f);
+    void *ty[1] = {y_ref.get()};
+    ASSERT_EQ(
+        q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &f),
+        WO_OK)
+        << what << ": " << q->last_error();
+    f.y_staged = st.get();
+    ty[0] = y.get();
+    const wo_status s =
+        q->linear_fused(dev->host(), WO_LINEAR_SWIGLU, 2, gu, x.get(), WO_DTYPE_F32, ty, WO_DTYPE_F32, 1, &f);
+    dev->sync();
+    if (c.must && staging) ASSERT_EQ(s, WO_OK) << what << ": " << q->last_error();
+    if (!staging) EXPECT_EQ(s, WO_ERR_UNSUPPORTED) << what << ": WORKER_STAGED_X=0 stages nothing";
+    if (s != WO_OK) {
+      ASSERT_EQ(s, WO_ERR_UNSUPPORTED) << what << ": " << q->last_error();
+      EXPECT_EQ(y.download(static_cast<size_t>(c.rows)), sentinel) << what << ": declined, yet y was written";
+      EXPECT_EQ(st.download(static_cast<size_t>(nb)), poison)
+          << what << ": declined, yet the staged row was written";
+      continue;
+    }
+    const auto got = y.download(static_cast<size_t>(c.rows)),
+               want = y_ref.download(static_cast<size_t>(c.rows));
+    EXPECT_EQ(got, want) << what << ": the output with a staged copy";
+    std::vector<uint8_t> staged(static_cast<size_t>(nb));
+    wo::staged::stage_row_host(want.data(), c.rows, staged.data());
+    EXPECT_EQ(st.download(static_cast<size_t>(nb)), staged) << what << ": the staged row";
+    std::printf("[ staged   ] %s SwiGLU output staged by the GEMV\n", what.c_str());
+  }
+}
+
 // linear_fused (SDK 1.4) gives the results of the separate steps it replaces, for every
 // block-quantized type: the norm prologue those of the SDK's rms_norm kernel followed by the
 // projection (a stack of weights, one weight, or gate/up/SiLU) within kNormFoldTolerance (bit for

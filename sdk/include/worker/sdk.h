@@ -31,7 +31,7 @@ extern "C" {
   9u /* 1.1: wo_arch_v1.decode_step; 1.2: linear_multi; 1.3: linear_swiglu;                                  \
         1.4: linear_fused; 1.5: WO_LINEAR_GLU, wo_linear_fusion.glu_up; 1.6: linear_id_settled;              \
         1.7: linear_id_glu, wo_expert_glu; 1.8: linear_fused stacks of mixed types;                          \
-        1.9: wo_linear_fusion.x_staged */
+        1.9: wo_linear_fusion.x_staged, y_staged */
 
 /* The exported entry's name and the ELF section that lists it. */
 #define WORKER_PLUGIN_ENTRY_NAME "worker_plugin_entry"
@@ -273,6 +273,11 @@ struct wo_linear_fusion {
    * staged_out), so that the one-token int8 GEMVs copy the terms instead of quantizing x. A hint:
    * x must hold the same values, and a codec may read x instead. Not with norm_weight or glu_up. */
   const void *x_staged;
+  /* 1.9, optional, op WO_LINEAR_SWIGLU with one token and F32 y: the output row also as staged int8
+   * terms at y_staged (worker/staged_x.hpp; device, 16-byte aligned), for the next projection's
+   * x_staged. Not a hint: a codec that cannot write it returns WO_ERR_UNSUPPORTED, nothing
+   * enqueued, and the caller asks again without it. */
+  void *y_staged;
 };
 
 /* 1.7: linear_id_glu's activation. For token t, slot k, expert e = ids[t n_slots + k] and row r:

@@ -81,6 +81,8 @@ struct Fusion {
   // int8 GEMVs copy it instead of quantizing x. A hint: fused_pass drops it where it does not apply
   // (a norm or SwiGLU prologue, F16 x), and x stays valid either way.
   const uint8_t *x_staged = nullptr;
+  // SDK 1.9, linear_swiglu's one token: its output row also staged (the down projection's x_staged).
+  uint8_t *y_staged = nullptr;
   bool any() const { return norm_w || bias || accumulate || glu_up; }
 };
 

@@ -519,7 +519,7 @@ bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &f
     // (with ids: linear_id_glu, variant 5 only)
     if (p.n_tokens != 1 || (p.ids && !seg.swiglu) || (seg.n == 0 && !fu.any())) return false;
     const auto s = static_cast<cudaStream_t>(stream);
-    if (seg.mixed()) return launch_gemv_multi_mixed<D>(p, seg, fu, s);
+    if (seg.mixed()) return !fu.y_staged && launch_gemv_multi_mixed<D>(p, seg, fu, s);
     // Variant 5 where each weight alone would run it, variant 3 where none would; a stack only
     // partly variant 5's, or one variant 5 declines, goes back to the host, whose separate
     // linears then sum each row in the order this launch would have.
@@ -530,7 +530,7 @@ bool launch_gemv_multi(const GemvParams &p, const Segments &seg, const Fusion &f
       if (units == std::max(seg.n, 1)) return launch_units<D>(p, s, seg, fu);
       if (units > 0) return false;
     }
-    if (p.ids) return false;
+    if (p.ids || fu.y_staged) return false; // (a staged output: the unit GEMV's SwiGLU only)
     if (gemv_variant() == 3 || gemv_variant() == 5) return launch_int8x<D>(p, s, seg, fu);
   }
   return false;

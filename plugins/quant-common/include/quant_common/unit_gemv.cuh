@@ -36,6 +36,8 @@
 #include "quant_common/gemv_common.cuh"
 #include "quant_common/unit_dots.cuh"
 
+#include <worker/staged_x.cuh>
+
 #include <type_traits>
 #include <utility>
 
@@ -51,6 +53,10 @@ constexpr int kUnitStages = 2;      // chunks per warp in shared memory: one com
 constexpr int kUnitReduceLanes = 8; // lanes per row in the reduction (fixed: see above)
 constexpr int kUnitMaxRowsPerGroup = 32;
 constexpr int kTiledEarlyRows = 64; // tiled CTAs of up to this many rows copy their bias and residual early
+// A staged SwiGLU output (Fusion::y_staged): up to this many rows per warp's group and rounds of
+// kUnitWarps groups per CTA (Qwen2.5's gate/up: 2 rows, 2 rounds on 20 of 132 CTAs; Phi-3: 4, 1).
+constexpr int kStagedMaxRows = 4;
+constexpr int kStagedMaxRounds = 2;
 constexpr size_t kUnitMaxSmem = 224 * 1024; // one CTA per SM (227 KiB at most)
 // Weights below this size stay on variant 3: a few rows per lane finish sooner than whole blocks
 // (H100, Q5_0 896x896: 2.5 us against 3.0; at 4864x896, 2.9 MB: 5.1 against 3.7).
@@ -109,6 +115,9 @@ struct UnitGrid {
   int rows_per_group = 0, blocks_per_row = 0, units_per_group = 0; // rows: of each weight (swiglu: 2)
   int copy_bytes = 0; // cp.async size: 16, or 8 / 4 where group starts are only that aligned
   bool tiled = false;
+  bool cta_major = false;   // by warp: a CTA's warps take consecutive groups (see gemv_units_kernel)
+  int staged_rounds = 0;    // SwiGLU, CTA-major: rounds of kUnitWarps groups per CTA whose rows the
+                            // CTA stages into Fusion::y_staged after them (0: nothing staged)
   bool tiled_early = false; // tiled, plain, early reads, one problem, rows_per_group <= kTiledEarlyRows:
                             // the rows' bias and residual copied before the dots (tiled_early_enabled)
   int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
@@ -207,7 +216,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // so when there are fewer groups than warps every CTA, hence every SM, gets an equal share; a
   // warp walks its groups' chunks 0, 1, ... Tiled: CTA c's group is group c (gridDim.x ==
   // n_groups), warp w walks its chunks w, w + kUnitWarps, ...
-  const int64_t first_group = tiled ? blockIdx.x : static_cast<int64_t>(warp) * gridDim.x + blockIdx.x;
+  // ug.cta_major (a staged SwiGLU output): warp w of CTA c starts at group c x kUnitWarps + w, so a
+  // CTA's warps hold consecutive rows in each round (the same stride: every warp's item count alike).
+  const int64_t first_group = tiled          ? blockIdx.x
+                              : ug.cta_major ? static_cast<int64_t>(blockIdx.x) * kUnitWarps + warp
+                                             : static_cast<int64_t>(warp) * gridDim.x + blockIdx.x;
   const int64_t group_stride = static_cast<int64_t>(gridDim.x) * (tiled ? 1 : kUnitWarps);
   const int c0 = tiled ? warp : 0, c_step = tiled ? kUnitWarps : 1; // the warp's first chunk, its step
   // The group's rows and units: ug's, but for a tiled grid's last CTA, which takes what is left.
@@ -316,6 +329,8 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // 586.1/485.4 -> 587.5/475.6, 590.3/479.5), presumably the attention blocks that no longer fit
   // beside the q/k/v pass's CTA.
   __shared__ float first_add[kUnitWarps][32 / kUnitReduceLanes][2]; // that row's bias and residual
+  // ug.staged_rounds: the CTA's SwiGLU outputs, round by round, for the staged copy (SwiGLU only)
+  __shared__ float act_s[M == Int8xMode::Swiglu ? kStagedMaxRounds * kUnitWarps * kStagedMaxRows : 1];
   const int64_t row_first = first_group * wr + lane / kUnitReduceLanes;
   const bool stores_first = M != Int8xMode::Swiglu && fu.early && !tiled && lane % kUnitReduceLanes == 0 &&
                             lane / kUnitReduceLanes < wr && first_group < ug.n_groups;
@@ -416,10 +431,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
             float g = acc;
             if (fu.gate_bias)
               g = g + fu.gate_bias[bias_row0 + row0 + r], up = up + fu.up_bias[bias_row0 + row0 + r];
-            store_y(p.y, q.y_off + row0 + r,
-                    fu.glu_clamped ? wo::swiglu::apply_clamped(g, up, fu.glu_alpha, fu.glu_limit)
-                                   : wo::swiglu::apply(g, up),
-                    p.y_f16);
+            const float a = fu.glu_clamped ? wo::swiglu::apply_clamped(g, up, fu.glu_alpha, fu.glu_limit)
+                                           : wo::swiglu::apply(g, up);
+            store_y(p.y, q.y_off + row0 + r, a, p.y_f16);
+            if (ug.staged_rounds) // its round's slot: rows of CTA-major groups are the CTA's in order
+              act_s[(grp - first_group) / group_stride * kUnitWarps * wr + warp * wr + r] = a;
           }
           continue;
         }
@@ -481,6 +497,19 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       __syncthreads();      // every warp's dots of the group are in part[], the copies too
       if (first_group < ug.n_groups) reduce_rows(first_group, warp * kRowsPerPass, kUnitWarps * kRowsPerPass);
     }
+    if constexpr (M == Int8xMode::Swiglu)
+      if (ug.staged_rounds) { // CTA-uniform: the CTA's SwiGLU rows as staged terms for the next GEMV
+        __syncthreads();      // every warp's rows are in act_s
+        const int per_round = kUnitWarps * wr / wo::staged::kGroup;          // groups of 32 rows per round
+        const int64_t rounds = items / chunks;                               // the same for every warp here
+        for (int64_t gi = warp; gi < rounds * per_round; gi += kUnitWarps) { // warp-uniform
+          const int64_t k = gi / per_round;
+          const int j = static_cast<int>(gi % per_round);
+          const int64_t col = (blockIdx.x + k * gridDim.x) * kUnitWarps * wr + wo::staged::kGroup * j + lane;
+          const float v[1] = {act_s[k * kUnitWarps * wr + wo::staged::kGroup * j + lane]};
+          wo::staged::write_group<1>(v, col, true, fu.y_staged, p.rows);
+        }
+      }
     cp_async_wait<0>(); // nothing left in flight into the stages
   }
 }
@@ -600,6 +629,25 @@ inline bool unit_spread() {
   return v;
 }
 
+// A staged SwiGLU output (Fusion::y_staged): the by-warp grid with its groups dealt CTA-major, where
+// each CTA's rounds are kUnitWarps whole groups (every warp the same items, so the CTA meets at one
+// barrier after its last) that make whole groups of 32 rows, at most kStagedMaxRows rows per group
+// and kStagedMaxRounds rounds. The grid's size and each warp's chain stay the by-warp grid's; which
+// CTA holds which rows changes (Qwen2.5's second round: 20 CTAs of 16 groups instead of 320 warps
+// spread over all). False where the grid does not allow it.
+inline bool staged_grid(const GemvParams &p, const Segments &seg, UnitGrid &g) {
+  const int64_t slots = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count();
+  if (!seg.swiglu || p.ids || g.tiled || g.rows_per_group > kStagedMaxRows ||
+      (kUnitWarps * g.rows_per_group) % wo::staged::kGroup != 0 || g.n_groups % kUnitWarps != 0)
+    return false;
+  const int64_t cta_rounds = g.n_groups / kUnitWarps;
+  const int64_t ctas = std::min(cta_rounds, slots);
+  if ((cta_rounds + ctas - 1) / ctas > kStagedMaxRounds) return false;
+  g.cta_major = true;
+  g.staged_rounds = static_cast<int>((cta_rounds + ctas - 1) / ctas);
+  return true;
+}
+
 // Launches variant 5 for one-token problems; false (nothing launched) when it does not take them.
 template <class D>
 bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
@@ -612,6 +660,7 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     // (one problem: a second one's copies would land while the first one's rows are still read)
     g.tiled_early = g.tiled && seg.n == 0 && fu.early && problems == 1 &&
                     g.rows_per_group <= kTiledEarlyRows && tiled_early_enabled();
+    if (fu.y_staged && !staged_grid(p, seg, g)) return false; // the caller's request goes back unserved
     // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
     // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
     // groups: 180 full CTAs left 48 SMs with two and 84 with one; now 264 CTAs of 5-6 groups:
