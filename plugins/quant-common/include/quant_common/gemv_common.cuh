@@ -325,6 +325,25 @@ __device__ __forceinline__ Staged8 load_staged8(const uint8_t *row, int64_t cols
   return r;
 }
 
+// This thread's eight staged activations at c, as both stagings (stage_x_int8, stage_x_units) take
+// them: copied from the row x's producer staged, else x's values (with linear_fused's norm or SwiGLU
+// prologue, load_x8_normed) quantized. Into q: returned by value, ptxas allocated several entries
+// differently (64-register int8x instances 8 bytes more of spills); this way every entry's registers
+// and spills are the two inline copies' (ptxas -v of quant-ggml and quant-mxfp4, all entries).
+template <int kTerms, bool kNormAhead>
+__device__ __forceinline__ void staged8(const GemvParams &p, int64_t x_off, int64_t base, int64_t c, bool on,
+                                        const float *norm_w, float norm_eps, float &inv_rms,
+                                        const float *glu_up, float *late_part, const uint8_t *staged,
+                                        Staged8 &q) {
+  if (staged) {
+    q = load_staged8<kTerms>(staged, p.cols, c, on);
+  } else {
+    float v[8];
+    load_x8_normed<kNormAhead>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
+    q = quantize_x8<kTerms>(v);
+  }
+}
+
 // Whether the int8 GEMVs copy a row their producer staged (Fusion::x_staged) instead of quantizing
 // x; WORKER_STAGED_X=0 quantizes x (A/B; the same bits either way).
 inline bool staged_x_enabled() {
@@ -346,13 +365,7 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams &p, int64_t x_off,
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     Staged8 q;
-    if (staged) {
-      q = load_staged8<kTerms>(staged, p.cols, c, on);
-    } else {
-      float v[8];
-      load_x8_normed<false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
-      q = quantize_x8<kTerms>(v);
-    }
+    staged8<kTerms, false>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, glu_up, late_part, staged, q);
     if (on) {
       *reinterpret_cast<uint2 *>(hi + c) = make_uint2(q.hw[0], q.hw[1]);
       if (kTerms == 2) *reinterpret_cast<uint2 *>(lo + c) = make_uint2(q.lw[0], q.lw[1]);

@@ -138,13 +138,7 @@ __device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     Staged8 s;
-    if (staged) {
-      s = load_staged8<kTerms>(staged, p.cols, c, on);
-    } else {
-      float v[8];
-      load_x8_normed<true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, v, glu_up, late_part);
-      s = quantize_x8<kTerms>(v);
-    }
+    staged8<kTerms, true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, glu_up, late_part, staged, s);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
     const int hs16 = __shfl_xor_sync(0xffffffffu, s.hs16, 2), ls16 = __shfl_xor_sync(0xffffffffu, s.ls16, 2);
