@@ -250,7 +250,9 @@ bool attention_args_ok(const float *q, const __half *k_cache, const __half *v_ca
          p.pos0 >= 0 && p.n_kv >= 0 && p.n_heads > 0 && p.n_heads <= 65535 && p.n_kv_heads > 0 &&
          p.n_heads % p.n_kv_heads == 0 && p.head_dim > 0 && p.head_dim <= kMaxHeadDim && p.window >= 0 &&
          (p.q_stride == 0 || p.q_stride >= q_row) && (p.out_stride == 0 || p.out_stride >= q_row) &&
-         p.workspace_floats >= 0;
+         p.workspace_floats >= 0 &&
+         (!p.staged_out || p.n_tokens != 1 ||
+          (wo::staged::fits(q_row) && reinterpret_cast<uintptr_t>(p.staged_out) % 16 == 0));
 }
 
 // The kernels' constants for a checked call; state_floats: the workspace's room for partial states.

@@ -234,6 +234,10 @@ TEST_F(KernelTest, InvalidArgumentsAreRejected) {
   EXPECT_EQ(attention(d.get(), reinterpret_cast<__half *>(d.get()), reinterpret_cast<__half *>(d.get()),
                       d.get() + 8, ap, nullptr),
             cudaErrorInvalidValue);
+  ap.head_dim = 4, ap.staged_out = d.get(); // a staged row of 2 x 4 values: no whole group of 32
+  EXPECT_EQ(attention(d.get(), reinterpret_cast<__half *>(d.get()), reinterpret_cast<__half *>(d.get()),
+                      d.get() + 8, ap, nullptr),
+            cudaErrorInvalidValue);
   RopeParams rp;
   rp.n_dims = 5; // odd
   DeviceBuffer<int32_t> pos(1);

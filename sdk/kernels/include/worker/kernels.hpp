@@ -184,8 +184,9 @@ struct AttentionParams {
   // (positions[t] <= pos0 + t, n_kv >= positions[last] + 1) that size the launch, so one call,
   // captured in a CUDA graph, serves every position up to the bound.
   const int32_t *positions = nullptr;
-  // Optional device bytes (worker/staged_x.cuh: row_bytes(n_heads * head_dim), 16-byte aligned):
-  // with one query, the output row also as the int8 GEMVs' staged terms, for the projection after
+  // Optional device bytes (worker/staged_x.hpp: row_bytes(n_heads * head_dim), 16-byte aligned;
+  // n_heads * head_dim a multiple of 32, else the call is refused with cudaErrorInvalidValue): with
+  // one query, the output row also as the int8 GEMVs' staged terms, for the projection after
   // attention (wo_linear_fusion::x_staged), written by the kernel that writes the row (a stage_row
   // launch after it where no kernel of this family can). Ignored for other query counts.
   void *staged_out = nullptr;
