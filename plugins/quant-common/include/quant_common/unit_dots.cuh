@@ -51,15 +51,13 @@ struct XMeta {
                           // int16 pair (see half_sums)
   int32_t sum_hi, sum_lo; // the sums of its hi and lo int8 terms
 };
-// The hi and lo term sums of values 0..15 of a group staged with half sums (|sum| <= 16 x 127).
-QC_HD uint32_t pack_half_sums(int hs, int ls) {
-  return (static_cast<uint32_t>(hs) & 0xffffu) | (static_cast<uint32_t>(ls) << 16);
-}
+// The hi and lo term sums of values 0..15 of a group staged with half sums (|sum| <= 16 x 127), as
+// the SDK's staged rows pack each half's (worker/staged_x.hpp).
+QC_HD uint32_t pack_half_sums(int hs, int ls) { return wo::staged::pack_half(hs, ls); }
 QC_HD void half_sums(const XMeta &m, int &hs, int &ls) {
   uint32_t w;
   std::memcpy(&w, &m.sum32, sizeof(w));
-  hs = static_cast<int16_t>(w & 0xffffu);
-  ls = static_cast<int>(w) >> 16;
+  wo::staged::unpack_half(w, hs, ls);
 }
 
 // Where the staged bytes of a group of 32 keep value i. Plain: at i. Nibbles (MXFP4): in the order
