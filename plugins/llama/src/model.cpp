@@ -263,7 +263,8 @@ void Model::normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, in
     linear_multi(k - done, w + done, b.h, y + done, rows, layer);
 }
 
-bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer) {
+bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer,
+                           bool &act_staged) {
   const Scratch &b = *bufs_;
   const int64_t FF = hp_.n_ff;
   const bool fused_ffn = hp_.arch->ffn == FfnLayout::FusedGateUp;
@@ -274,8 +275,8 @@ bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights 
     wo_linear_fusion f = wo::fusion_norm(static_cast<const float *>(norm->data), hp_.rms_eps);
     // With act staged for the down projection where the codec's grid can (SDK 1.9), else without.
     f.y_staged = b.act_staged;
-    act_staged_ = b.act_staged && try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act, f, layer);
-    if (act_staged_) return true;
+    act_staged = b.act_staged && try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act, f, layer);
+    if (act_staged) return true;
     f.y_staged = nullptr;
     if (try_fused(WO_LINEAR_SWIGLU, 2, gu, b.x, act, f, layer)) return true;
   }
@@ -293,9 +294,9 @@ bool Model::normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights 
 void Model::feed_forward(const LayerWeights &L, int64_t n, int layer) {
   const Scratch &b = *bufs_;
   const int64_t FF = hp_.n_ff;
-  act_staged_ = false;
-  if (normed_gate_up(L.ffn_norm, n, L, layer)) {
-    residual_linear(L.down, nullptr, b.act, n, layer, act_staged_ ? b.act_staged : nullptr);
+  bool act_staged = false;
+  if (normed_gate_up(L.ffn_norm, n, L, layer, act_staged)) {
+    residual_linear(L.down, nullptr, b.act, n, layer, act_staged ? b.act_staged : nullptr);
     return;
   }
   // gate and up: [n][2 FF] rows of [gate; up], or [n][FF] gate then [n][FF] up

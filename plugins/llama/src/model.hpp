@@ -58,7 +58,8 @@ private:
   //   residual_linear: x[t] += W . in[t] + bias (bias may be null)
   void normed_linear(const wo_tensor *norm, int64_t first, int64_t rows, int32_t k, const wo_tensor *const *w,
                      float *const *y, int layer);
-  bool normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer);
+  // act_staged: whether the pass also staged act (Scratch::act_staged) for the down projection.
+  bool normed_gate_up(const wo_tensor *norm, int64_t n, const LayerWeights &L, int layer, bool &act_staged);
   void feed_forward(const LayerWeights &L, int64_t n, int layer);
   void residual_linear(const wo_tensor *w, const wo_tensor *bias, const float *in, int64_t n, int layer,
                        const void *in_staged = nullptr);
@@ -77,7 +78,6 @@ private:
   uint32_t flags_;
   void *stream_;
   bool residual_pending_ = false; // the o buffer holds a delta not yet added to x (see normed_linear)
-  bool act_staged_ = false;       // normed_gate_up staged act (Scratch::act_staged) for the down projection
 
   // Session state.
   int64_t n_ctx_ = 0;
