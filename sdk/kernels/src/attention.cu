@@ -290,7 +290,6 @@ cudaError_t stage_after(cudaError_t e, const AttnConsts &k, const float *out, bo
   if (e != cudaSuccess || !k.staged || kernel_staged) return e;
   return stage_row(out, k.staged, k.staged_cols, stream);
 }
-bool grouped_stages(const AttnConsts &k) { return k.head_dim % wo::staged::kGroup == 0; }
 
 } // namespace
 
@@ -302,7 +301,7 @@ cudaError_t attention(const float *q, const __half *k_cache, const __half *v_cac
   AttnConsts k = attention_consts(p, state_floats);
   cudaError_t decoded = cudaSuccess;
   if (detail::attention_grouped(q, k_cache, v_cache, out, k, p.n_tokens, state_floats, stream, &decoded))
-    return stage_after(decoded, k, out, grouped_stages(k), stream);
+    return stage_after(decoded, k, out, detail::grouped_kernel_stages(k.head_dim), stream);
   k.n_splits = choose_splits(p, state_floats);
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.n_heads),
                   static_cast<unsigned>(k.n_splits));
@@ -332,7 +331,7 @@ cudaError_t rope_kv_attention(const QkvRopeCache &a, const RopeParams &rp, float
     k.fresh = detail::FreshQkv{c.k, c.v, c.q_bias, c.k_bias, c.v_bias, c.kv_stride, c.k_cache, c.v_cache, rc};
     cudaError_t e = cudaSuccess;
     if (detail::attention_grouped(a.q, a.k_cache, a.v_cache, out, k, 1, state_floats, stream, &e))
-      return stage_after(e, k, out, grouped_stages(k), stream);
+      return stage_after(e, k, out, detail::grouped_kernel_stages(k.head_dim), stream);
   }
   const cudaError_t e = rope_kv_write(a, ap.n_tokens, rp, stream);
   return e != cudaSuccess ? e : attention(a.q, a.k_cache, a.v_cache, out, ap, stream);

@@ -6,6 +6,8 @@
 #include "launch.cuh"
 #include "rope_math.cuh"
 
+#include <worker/staged_x.hpp>
+
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -60,6 +62,10 @@ struct AttnConsts {
   uint8_t *staged;     // one query: the output row's staged terms (AttentionParams::staged_out), else nullptr
   int64_t staged_cols; // n_heads * head_dim
 };
+
+// Whether the grouped kernel writes the staged row itself: a warp's (or 8 lanes') group of 32
+// outputs lies in one head only where head_dim is a multiple of 32; otherwise stage_row after it.
+inline bool grouped_kernel_stages(int32_t head_dim) { return head_dim % wo::staged::kGroup == 0; }
 
 // Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16
 // bytes so the states that follow stay aligned), then the partial states.

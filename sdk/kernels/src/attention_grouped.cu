@@ -639,7 +639,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
     return false;
   AttnConsts k = k0;
   k.n_tokens = n_tokens;
-  if (k.head_dim % wo::staged::kGroup != 0) k.staged = nullptr; // the caller stages (a group spans heads)
+  if (!grouped_kernel_stages(k.head_dim)) k.staged = nullptr; // the caller stages (stage_row)
   k.preload_keys = preload_enabled();
   k.prefetch_second_tile = prefetch_second_tile_enabled();
   // Decode-sized calls: as many splits as the GPU holds blocks at once (one wave: a block's chain of
