@@ -154,6 +154,8 @@ int main(int argc, char **argv) try {
       {wo::ggml::Q5_0, 128, 896},
       {wo::ggml::Q5_0, 4864, 896},
       {wo::ggml::Q5_0, 9728, 896}, // gate and up stacked (linear_swiglu's pass)
+      {wo::ggml::Q8_0, 896, 896},  // Qwen's Q5_0 shapes in Q8_0: the cost of the fifth bits' decode
+      {wo::ggml::Q8_0, 9728, 896},
       {wo::ggml::Q4_K, 896, 4864},
       {wo::ggml::Q6_K, 896, 4864},
       {wo::ggml::Q4_K, 9216, 3072},
