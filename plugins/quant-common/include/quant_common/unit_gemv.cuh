@@ -122,7 +122,28 @@ struct UnitGrid {
                             // the rows' bias and residual copied before the dots (tiled_early_enabled)
   int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
   int64_t part_floats = 0;  // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
+  // Tile chunks (tile_w > 0, the kernel's kTiles instances): see unit_tile. lanes_per_row: lane
+  // units per row (whole: no unit ends in the next row).
+  int tile_w = 0, lanes_per_row = 0;
 };
+
+// Tile chunks: a chunk is kTileW lane units of 32 / kTileW consecutive rows at the same columns
+// instead of 32 consecutive lane units of a run of rows, so the lanes of a warp load the activation
+// terms and meta records of at most kTileW column ranges (one shared-memory wavefront per 16-byte
+// load) where a run's 32 consecutive units span up to 32 (Phi-3's 3072-column Q4_K rows: 12, two
+// wavefronts; Q6_K's 8192-column halves: 32). A timing-only build in which every lane read one
+// group's terms (a broadcast) gained Phi-3 12% / 11% and Qwen 4% / 4% decode at depth 0 / 2048
+// (H100, docs/perf.md). Each tile row is kTileW units' bytes, copied by kTileW lanes with
+// compile-time offsets from one row address. 0: no tile instances for the type.
+template <class D> __host__ __device__ constexpr int unit_tile_w() {
+  if constexpr (std::is_same_v<D, DecQ4_K> || std::is_same_v<D, DecQ5_K>)
+    return 4;                                         // 576 / 704-byte tile rows
+  if constexpr (std::is_same_v<D, DecQ6_K>) return 8; // 4 blocks: 840 bytes, 8-byte copies
+  return 0;
+}
+template <class D> __host__ __device__ constexpr int unit_tile_copy() {
+  return std::is_same_v<D, DecQ6_K> ? 8 : 16;
+}
 
 // The activations of one token, staged for XU<QU> in the given order (staged_index): every thread
 // takes part (8 values each; the 4 lanes of a group of 32 hold its values 0..7, 8..15, ...).
@@ -181,7 +202,7 @@ template <class D> __host__ __device__ constexpr int unit_chunk_stride() {
 // one instance for both grids (a runtime flag) the by-warp path's counts became registers: Q6_K's
 // plain instance spilled 28 bytes at its 128-register bound and Phi-3 decode lost 5% (H100, one
 // call: 595.8/490.5 -> 561.9/463.9 tok/s at depth 0/2048).
-template <class D, Int8xMode M, int kTerms, bool kTiled = false>
+template <class D, Int8xMode M, int kTerms, bool kTiled = false, bool kTiles = false>
 __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     gemv_units_kernel(const GemvParams p, const Segments seg, const Fusion fu, const UnitGrid ug) {
   using T = UnitDot<D>;
@@ -221,7 +242,11 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   const int wg = tiled ? static_cast<int>(min(static_cast<int64_t>(wr), ug.rows - first_group * wr)) : wr;
   const int units_g =
       tiled ? static_cast<int>(static_cast<int64_t>(ug.units_per_group) * wg / wr) : ug.units_per_group;
-  const int chunks = (units_g + 31) / 32;
+  // Tile chunks (kTiles): chunk c is tile tt = c % tpb of band tb = c / tpb (kTileH rows each);
+  // rows_g: the group's rows, both halves.
+  constexpr int kTileW = kTiles ? unit_tile_w<D>() : 1, kTileH = 32 / kTileW;
+  const int upl = ug.lanes_per_row, tpb = kTiles ? upl / kTileW : 1, rows_g = kTiles ? units_g / upl : 0;
+  const int chunks = kTiles ? (rows_g + kTileH - 1) / kTileH * tpb : (units_g + 31) / 32;
   int64_t items = 0; // (group, chunk) pairs this warp computes, in order
   if (first_group < ug.n_groups)
     items = tiled ? (c0 < chunks ? (chunks - c0 + c_step - 1) / c_step : 0)
@@ -233,12 +258,23 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   struct Cursor {
     int64_t grp; // the item's group
     int c;       // its chunk in the group
+    int tb, tt;  // kTiles: the chunk's band and tile (stepped along, no division per item)
   };
+  const int tb0 = kTiles ? c0 / tpb : 0, tt0 = kTiles ? c0 % tpb : 0; // the warp's first chunk's
+  const int tdq = kTiles ? c_step / tpb : 0, tdr = kTiles ? c_step % tpb : 0;
+  const auto start = [&] { return Cursor{first_group, c0, tb0, tt0}; };
   const auto advance = [&](Cursor &k) {
     if constexpr (tiled) {
-      if ((k.c += c_step) >= chunks) k.c = c0, k.grp += group_stride;
+      if ((k.c += c_step) >= chunks) {
+        k.c = c0, k.grp += group_stride, k.tb = tb0, k.tt = tt0;
+      } else if constexpr (kTiles) {
+        k.tb += tdq, k.tt += tdr;
+        if (k.tt >= tpb) k.tt -= tpb, ++k.tb;
+      }
     } else if (++k.c == chunks) {
-      k.c = 0, k.grp += group_stride;
+      k.c = 0, k.grp += group_stride, k.tb = 0, k.tt = 0;
+    } else if constexpr (kTiles) {
+      if (++k.tt == tpb) k.tt = 0, ++k.tb;
     }
   };
   const auto group_base = [&](const uint8_t *w, int64_t row0) {
@@ -250,8 +286,35 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // coalesced 16-byte cp.async (an 8-byte tail for units of 8-byte multiples), then commits a group
   // (empty past the end, so every wait below counts the same groups).
   static_assert((kUnitStages & (kUnitStages - 1)) == 0, "stage of item it: it & (kUnitStages - 1)");
+  // kTiles: tile row (lane / kTileW) of a chunk is copied by kTileW lanes, lane part (lane % kTileW)
+  // taking copies part, part + kTileW, ... of the row's kTileCopies, at compile-time offsets.
+  constexpr int kTileBytes = kTileW * (T::BYTES / kSplit), kTileCopyBytes = unit_tile_copy<D>();
+  constexpr int kTileCopies = kTileBytes / kTileCopyBytes;
+  static_assert(!kTiles || kTileBytes % kTileCopyBytes == 0, "a tile row is whole copies");
+  const auto issue_tile = [&](const uint8_t *w, uint8_t *dst, int64_t grp, int tb, int tt) {
+    const int rho = tb * kTileH + lane / kTileW, part = lane % kTileW; // rho: gate's wg rows, then up's
+    if (rho >= rows_g) return;                                         // a short last band
+    const uint8_t *row;
+    if constexpr (M == Int8xMode::Swiglu) // up's rows from up's own base (w - p.w: linear_id's expert offset)
+      row = rho < wg ? group_base(w, grp * wr) + rho * static_cast<int64_t>(p.row_bytes)
+                     : seg.w[1] + (w - p.w) + (grp * wr + rho - wg) * static_cast<int64_t>(p.row_bytes);
+    else
+      row = group_base(w, grp * wr) + rho * static_cast<int64_t>(p.row_bytes);
+    const uint8_t *src = row + tt * kTileBytes + part * kTileCopyBytes;
+    uint8_t *d = dst + (lane / kTileW) * kTileBytes + part * kTileCopyBytes;
+#pragma unroll
+    for (int k = 0; k < (kTileCopies + kTileW - 1) / kTileW; ++k)
+      if (part + k * kTileW < kTileCopies) {
+        if constexpr (kTileCopyBytes == 16)
+          cp_async16(d + k * kTileW * 16, src + k * kTileW * 16);
+        else
+          cp_async8(d + k * kTileW * 8, src + k * kTileW * 8);
+      }
+  };
   const auto issue = [&](const uint8_t *w, int64_t it, const Cursor &k) {
-    if (it < items) {
+    if (kTiles && it < items) {
+      issue_tile(w, chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes, k.grp, k.tb, k.tt);
+    } else if (it < items) {
       const int64_t grp = k.grp;
       const int c = k.c;
       const int64_t at = static_cast<int64_t>(c) * kChunkData; // the chunk's offset in its group
@@ -339,7 +402,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   if (stores_first && fu.bias) cp_async4(&first_add[warp][lane / kUnitReduceLanes][0], fu.bias + row_first);
   if (tiled_early && fu.bias && threadIdx.x < wg) cp_async4(&tiled_add[0][threadIdx.x], fu.bias + tiled_row);
   cp_async_commit();
-  Cursor ahead{first_group, c0}; // the next item to issue
+  Cursor ahead = start(); // the next item to issue
   bool first_issued = !p.ids;
   if (!p.ids)
     issue_first(p.w, ahead);
@@ -360,7 +423,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     Problem q;
     if (!resolve<1>(p, prob, q)) return;       // the same for the whole CTA
     if (!first_issued || prob != blockIdx.y) { // the first chunks of this problem's weights
-      ahead = Cursor{first_group, c0};
+      ahead = start();
       issue_first(q.w, ahead);
     }
     // Early reads: the residual of the row this lane stores first, one group of its own (always
@@ -453,26 +516,29 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       }
     };
     const XU<T::QU> xu{hi, lo, meta, {held_words[0], held_words[1]}};
-    Cursor cur{first_group, c0};
+    Cursor cur = start();
     int col_c = col_first; // the lane's first block column in chunk cur.c
     for (int64_t it = 0; it < items; ++it) {
       const int64_t grp = cur.grp;
-      const int c = cur.c, col_u = col_c;
+      const int c = cur.c, col_u = col_c, tb = cur.tb, tt = cur.tt;
       advance(cur);
       col_c = cur.c == c0 ? col_first : col_c + col_step - (col_c + col_step >= nb ? nb : 0);
       issue(q.w, it + kUnitStages - 1, ahead); // into the stage item it - 1 used (its readers synced below)
       advance(ahead);
       cp_async_wait<kUnitStages - 1>(); // item it has landed (this lane's copies) ...
       __syncwarp();                     // ... and every lane's
-      const int u = 32 * c + lane;
-      if (!q.bad_expert && u < units_g) {
+      // kTiles: lane (i, j) of tile tt of band tb: row tb kTileH + i, lane unit tt kTileW + j of it
+      const int rho = tb * kTileH + lane / kTileW, lu = tt * kTileW + lane % kTileW;
+      const int u = kTiles ? rho * upl + lu : 32 * c + lane;
+      const int col_t = kTiles ? lu * T::U / kSplit : col_u;
+      if (!q.bad_expert && (kTiles ? rho < rows_g : u < units_g)) {
         typename Ld::Words words;
         Ld::load(chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes + lane / kSplit * T::BYTES, words);
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
-          part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_u * kGroupsPerBlock);
+          part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_t * kGroupsPerBlock);
         } else {
           const int first = u * T::U;
-          int col = col_u; // the unit's first block column; U <= blocks_per_row
+          int col = col_t; // the unit's first block column; U <= blocks_per_row
 #pragma unroll
           for (int k = 0; k < T::U; ++k) {
             part[first + k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
@@ -522,7 +588,30 @@ template <class D> size_t unit_smem_bytes(int64_t cols, int64_t part_floats) {
          static_cast<size_t>(kUnitWarps) * kUnitStages * unit_chunk_stride<D>();
 }
 
-template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) {
+// WORKER_UNIT_TILES=0: no tile chunks (A/B; the same bits either way).
+inline bool unit_tiles_enabled() {
+  static const bool v = env_int("WORKER_UNIT_TILES", 0, 1, 1) != 0;
+  return v;
+}
+
+// Tile chunks for rows of nb blocks: the type has tile instances (unit_tile_w), two activation
+// terms, rows of more than 8 lane units that are whole tiles, and every tile row starts on its
+// copy size. Returns the row's lane units, or 0.
+template <class D> int unit_tile_lanes(int64_t nb, uint64_t row_bytes, uint64_t align) {
+  using T = UnitDot<D>;
+  constexpr int ks = UnitSplit<T>::value, w = unit_tile_w<D>();
+  if constexpr (w == 0) {
+    return 0;
+  } else {
+    if (!unit_tiles_enabled() || act_terms() != 2 || (nb * ks) % T::U != 0) return 0;
+    const int64_t lanes = nb * ks / T::U;
+    if (lanes <= 8 || lanes % w != 0 || lanes > (1 << 20) || ((align | row_bytes) % unit_tile_copy<D>()) != 0)
+      return 0;
+    return static_cast<int>(lanes);
+  }
+}
+
+template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = true) {
   UnitGrid g;
   if constexpr (has_unit<D>()) {
     using T = UnitDot<D>;
@@ -550,15 +639,27 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : 1;
     const int64_t warps = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count() * kUnitWarps;
     const int halves = seg.swiglu ? 2 : 1;
+    const int tile_lanes = allow_tiles ? unit_tile_lanes<D>(nb, p.row_bytes, align) : 0;
+    // Chunks of a group of `rows` rows (both halves): tiles where they take no more chunks than 32
+    // consecutive units would (a short last band leaves lanes idle).
+    const auto chunks_of = [&](int64_t rows, bool &tiles) {
+      const int64_t plain = (rows * nb * UnitSplit<T>::value / T::U + 31) / 32;
+      constexpr int tw = unit_tile_w<D>() > 0 ? unit_tile_w<D>() : 1;
+      const int64_t by_tiles = (rows + 32 / tw - 1) / (32 / tw) * (tile_lanes / tw);
+      tiles = tile_lanes > 0 && by_tiles <= plain;
+      return tiles ? by_tiles : plain;
+    };
     int best = 0;
+    bool best_tiles = false;
     int64_t best_slots = 0;
     for (int wr = 1; halves * wr <= kUnitMaxRowsPerGroup; wr *= 2) {
       if (unit_smem_bytes<D>(p.cols, unit_part_floats<D>(p.cols, kUnitWarps * halves * wr)) > kUnitMaxSmem)
         break;
       if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr)) continue;
-      const int64_t units = halves * wr * nb * UnitSplit<T>::value / T::U, groups = p.rows / wr * problems;
-      const int64_t slots = (groups + warps - 1) / warps * ((units + 31) / 32);
-      if (best == 0 || slots < best_slots) best = wr, best_slots = slots;
+      const int64_t groups = p.rows / wr * problems;
+      bool tiles = false;
+      const int64_t slots = (groups + warps - 1) / warps * chunks_of(halves * wr, tiles);
+      if (best == 0 || slots < best_slots) best = wr, best_slots = slots, best_tiles = tiles;
     }
     // Split types with rows of no 8-byte multiple run tiled or not at all (unit_weight).
     const bool tiled_only = UnitSplit<T>::value > 1 && p.row_bytes % 8 != 0;
@@ -568,6 +669,8 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
     g.blocks_per_row = static_cast<int>(nb);
     g.units_per_group = static_cast<int>(halves * best * nb * UnitSplit<T>::value / T::U);
     g.copy_bytes = copy_bytes(best);
+    g.tile_w = best_tiles ? unit_tile_w<D>() : 0;
+    g.lanes_per_row = tile_lanes;
     g.rows = p.rows;
     g.part_floats = unit_part_floats<D>(p.cols, kUnitWarps * halves * best);
     // Tiled instead, where it shortens the longest warp's chain of chunks: a wave of CTAs (one per
@@ -583,7 +686,8 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
       const int64_t ctas = std::max<int64_t>(1, warps / kUnitWarps / problems);
       const int64_t rows_cta = ((p.rows + ctas - 1) / ctas + a - 1) / a * a;
       const int64_t units = halves * rows_cta * nb * UnitSplit<T>::value / T::U;
-      const int64_t chain = ((units + 31) / 32 + kUnitWarps - 1) / kUnitWarps;
+      bool tiles = false;
+      const int64_t chain = (chunks_of(halves * rows_cta, tiles) + kUnitWarps - 1) / kUnitWarps;
       const int64_t part = unit_part_floats<D>(p.cols, halves * rows_cta);
       // (Also on ties where the tiled grid spreads the rows over more SMs, e.g. Qwen's 896 x 4864 Q4_K
       // down projection on 128 CTAs instead of 56: H100, one call, Qwen 1403.5/1293.8,
@@ -595,6 +699,7 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
         g.rows_per_group = static_cast<int>(rows_cta);
         g.units_per_group = static_cast<int>(units);
         g.copy_bytes = 16;
+        g.tile_w = tiles ? unit_tile_w<D>() : 0;
         g.part_floats = part;
       }
     }
@@ -604,8 +709,8 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg) 
 }
 
 // Opts the kernel into more than 48 KiB of dynamic shared memory, once per instantiation.
-template <class D, Int8xMode M, int kTerms, bool kTiled = false> bool unit_smem_ready() {
-  static const bool ok = cudaFuncSetAttribute(gemv_units_kernel<D, M, kTerms, kTiled>,
+template <class D, Int8xMode M, int kTerms, bool kTiled = false, bool kTiles = false> bool unit_smem_ready() {
+  static const bool ok = cudaFuncSetAttribute(gemv_units_kernel<D, M, kTerms, kTiled, kTiles>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(kUnitMaxSmem)) == cudaSuccess;
   return ok;
@@ -631,7 +736,7 @@ inline bool unit_spread() {
 // spread over all). False where the grid does not allow it.
 inline bool staged_grid(const GemvParams &p, const Segments &seg, UnitGrid &g) {
   const int64_t slots = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count();
-  if (!seg.swiglu || p.ids || g.tiled || g.rows_per_group > kStagedMaxRows ||
+  if (!seg.swiglu || p.ids || g.tiled || g.tile_w > 0 || g.rows_per_group > kStagedMaxRows ||
       (kUnitWarps * g.rows_per_group) % wo::staged::kGroup != 0 || g.n_groups % kUnitWarps != 0)
     return false;
   const int64_t cta_rounds = g.n_groups / kUnitWarps;
@@ -648,7 +753,8 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   if constexpr (!has_unit<D>()) {
     return false;
   } else {
-    UnitGrid g = unit_grid<D>(p, seg);
+    // (a staged SwiGLU output needs the by-warp grid's contiguous chunks: staged_grid)
+    UnitGrid g = unit_grid<D>(p, seg, !fu.y_staged);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
     // (one problem: a second one's copies would land while the first one's rows are still read)
@@ -673,6 +779,23 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
                                         : Int8xMode::Stacked;
     const auto [ready, kernel] = with_act_terms([&](auto terms) {
       constexpr int kT = decltype(terms)::value;
+      if constexpr (kT == 2 && unit_tile_w<D>() > 0) // tile chunks only with two terms (unit_tile_lanes)
+        if (g.tile_w > 0) {
+          if (g.tiled)
+            return mode == Int8xMode::Plain
+                       ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT, true, true>(),
+                                        gemv_units_kernel<D, Int8xMode::Plain, kT, true, true>)
+                       : std::make_pair(unit_smem_ready<D, Int8xMode::Swiglu, kT, true, true>(),
+                                        gemv_units_kernel<D, Int8xMode::Swiglu, kT, true, true>);
+          return mode == Int8xMode::Plain
+                     ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT, false, true>(),
+                                      gemv_units_kernel<D, Int8xMode::Plain, kT, false, true>)
+                 : mode == Int8xMode::Swiglu
+                     ? std::make_pair(unit_smem_ready<D, Int8xMode::Swiglu, kT, false, true>(),
+                                      gemv_units_kernel<D, Int8xMode::Swiglu, kT, false, true>)
+                     : std::make_pair(unit_smem_ready<D, Int8xMode::Stacked, kT, false, true>(),
+                                      gemv_units_kernel<D, Int8xMode::Stacked, kT, false, true>);
+        }
       if constexpr (kT == 2) // the tiled grid only with two terms (unit_grid)
         if (g.tiled)
           return mode == Int8xMode::Plain ? std::make_pair(unit_smem_ready<D, Int8xMode::Plain, kT, true>(),
