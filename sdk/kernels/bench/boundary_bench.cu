@@ -32,6 +32,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -184,6 +185,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One step kernel on every SM (one CTA each, `smem` bytes of dynamic shared memory) on s, as a
+// programmatic dependent of the launch before it or not.
+template <class... Params, class... Args>
+cudaError_t launch_step(void (*kernel)(Params...), bool pdl, int sms, size_t smem, cudaStream_t s,
+                        Args &&...args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(sms));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
 std::vector<int> parse_list(const std::string &s) {
   std::vector<int> v;
   std::stringstream ss(s);
@@ -247,18 +266,9 @@ int main(int argc, char **argv) try {
         double graph_us[2];
         for (int pdl = 0; pdl < 2; ++pdl)
           graph_us[pdl] = wo::bench::graph_us_per_call(s, kSteps, [&](int i) {
-            cudaLaunchAttribute attr{};
-            attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr.val.programmaticStreamSerializationAllowed = 1;
-            cudaLaunchConfig_t cfg{};
-            cfg.gridDim = dim3(static_cast<unsigned>(sms));
-            cfg.blockDim = dim3(kThreads);
-            cfg.dynamicSmemBytes = smem;
-            cfg.stream = s;
-            cfg.attrs = &attr;
-            cfg.numAttrs = static_cast<unsigned>(pdl);
-            timing_ok(cudaLaunchKernelEx(&cfg, step_kernel, static_cast<const float *>(rows + (i % 2) * cols),
-                                         rows + ((i + 1) % 2) * cols, cols, rows_per_cta),
+            timing_ok(launch_step(step_kernel, pdl != 0, sms, smem, s,
+                                  static_cast<const float *>(rows + (i % 2) * cols),
+                                  rows + ((i + 1) % 2) * cols, cols, rows_per_cta),
                       "step launch");
           });
         const float ms = wo::bench::time_ms(s, 15, [&] {
@@ -277,22 +287,10 @@ int main(int argc, char **argv) try {
           timing_ok(cudaMemset(flagged, 0, flagged_bytes), "memset flagged rows");
           timing_ok(cudaMemset(base, 0, sizeof(unsigned)), "memset base");
           flagged_us[wait] = wo::bench::graph_us_per_call(s, kSteps, [&](int i) {
-            cudaLaunchAttribute attr{};
-            attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr.val.programmaticStreamSerializationAllowed = 1;
-            cudaLaunchConfig_t cfg{};
-            cfg.gridDim = dim3(static_cast<unsigned>(sms));
-            cfg.blockDim = dim3(kThreads);
-            cfg.dynamicSmemBytes = smem;
-            cfg.stream = s;
-            cfg.attrs = &attr;
-            cfg.numAttrs = 1;
             const unsigned long long *in = flagged + (i % 2) * cols;
             unsigned long long *out = flagged + ((i + 1) % 2) * cols;
-            timing_ok(wait ? cudaLaunchKernelEx(&cfg, flagged_step_kernel<true>, in, out, cols, rows_per_cta,
-                                                base, i, kSteps)
-                           : cudaLaunchKernelEx(&cfg, flagged_step_kernel<false>, in, out, cols, rows_per_cta,
-                                                base, i, kSteps),
+            timing_ok(launch_step(wait ? flagged_step_kernel<true> : flagged_step_kernel<false>, true, sms,
+                                  smem, s, in, out, cols, rows_per_cta, base, i, kSteps),
                       "flagged step launch");
           });
         }
