@@ -122,8 +122,8 @@ struct UnitGrid {
                             // the rows' bias and residual copied before the dots (tiled_early_enabled)
   int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
   int64_t part_floats = 0;  // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
-  // Tile chunks (tile_w > 0, the kernel's kTiles instances): see unit_tile. lanes_per_row: lane
-  // units per row (whole: no unit ends in the next row).
+  // Tile chunks (tile_w > 0, the kernel's kTiles instances): see unit_tile_w and unit_tile_lanes.
+  // lanes_per_row: lane units per row (whole: no unit ends in the next row).
   int tile_w = 0, lanes_per_row = 0;
 };
 
