@@ -832,6 +832,85 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   EXPECT_GT(checked, 0) << "no weight of this codec took the unit GEMV";
 }
 
+// Tile chunks (unit_gemv.cuh, UnitGrid::tile_w) give every row the bits of the contiguous chunks:
+// the same block dots in the same slots, reduced in the same tree; only which lane computes which
+// unit, and the copies, differ. Phi-3-mini's shapes where the grid takes tiles (gate/up, q/k/v, the
+// Q6_K down projection and LM head): plain weights and SwiGLU pairs (gate's and up's rows copied
+// from two bases).
+TEST_F(GpuCodec, TileChunksGiveTheContiguousChunksBits) {
+  namespace dev = wo::quant::dev;
+  if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
+  if (!dev::unit_tiles_enabled() || dev::act_terms() != 2) GTEST_SKIP() << "tile chunks off";
+  struct Case {
+    uint32_t type;
+    int64_t rows, cols;
+    bool swiglu;
+  };
+  // (Phi-3's o and Q4_K down projections, 3072x3072 and 3072x8192, keep contiguous chunks: tiles
+  // would take more chunks there.)
+  const Case cases[] = {{wo::ggml::Q4_K, 16384, 3072, false}, {wo::ggml::Q4_K, 8192, 3072, true},
+                        {wo::ggml::Q5_K, 9216, 3072, false},  {wo::ggml::Q6_K, 3072, 8192, false},
+                        {wo::ggml::Q6_K, 32064, 3072, false}, {wo::ggml::Q6_K, 4096, 3072, true}};
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  int checked = 0;
+  for (const Case &c : cases) {
+    if (std::find(kPlugin.types.begin(), kPlugin.types.end(), c.type) == kPlugin.types.end()) continue;
+    const int64_t halves = c.swiglu ? 2 : 1;
+    const auto raw = random_blocks(c.type, halves * c.rows, c.cols, rng());
+    DeviceArray<uint8_t> w(raw.size());
+    w.upload(raw.data(), raw.size());
+    const uint64_t row_bytes = wo::ggml::row_bytes(c.type, c.cols);
+    const auto xf = normal_floats(static_cast<size_t>(c.cols), rng());
+    DeviceArray<float> x(xf.size()), y_tiles(c.rows), y_plain(c.rows);
+    x.upload(xf.data(), xf.size());
+    wo::quant::Segments seg;
+    if (c.swiglu) { // gate: rows 0..rows-1 of the upload, up: the rest
+      seg.n = 2;
+      seg.swiglu = true;
+      seg.w[0] = w.get();
+      seg.w[1] = w.get() + c.rows * row_bytes;
+      seg.end[0] = c.rows;
+      seg.end[1] = 2 * c.rows;
+    }
+    const auto run = [&](auto dec, float *y, bool tiles) {
+      using D = decltype(dec);
+      const wo::quant::GemvParams p{w.get(), row_bytes, 0, c.rows,  c.cols, x.get(), false,
+                                    y,       false,     1, nullptr, 1,      1,       1};
+      wo::quant::Segments sg = seg;
+      if (c.swiglu) sg.y[0] = y;
+      const int tile_w = dev::unit_grid<D>(p, sg, tiles).tile_w;
+      EXPECT_EQ(tile_w > 0, tiles) << wo::ggml::type_name(c.type) << " " << c.rows << "x" << c.cols
+                                   << (c.swiglu ? " SwiGLU" : "") << ": tile_w " << tile_w;
+      EXPECT_TRUE(dev::launch_units<D>(p, s, sg, {}, tiles));
+      EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    };
+    const auto both = [&](auto dec) {
+      run(dec, y_plain.get(), false);
+      run(dec, y_tiles.get(), true);
+    };
+    if (c.type == wo::ggml::Q4_K)
+      both(dev::DecQ4_K{});
+    else if (c.type == wo::ggml::Q5_K)
+      both(dev::DecQ5_K{});
+    else
+      both(dev::DecQ6_K{});
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const auto a = y_plain.download(c.rows), b = y_tiles.download(c.rows);
+    EXPECT_EQ(a, b) << wo::ggml::type_name(c.type) << " " << c.rows << "x" << c.cols
+                    << (c.swiglu ? " SwiGLU" : "");
+    // and not a stage left empty: the rows hold finite, not all equal values
+    EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](float v) { return std::isfinite(v); }));
+    EXPECT_NE(*std::min_element(a.begin(), a.end()), *std::max_element(a.begin(), a.end()));
+    std::printf("[ tiles    ] %s %lldx%lld%s: tile chunks give the contiguous chunks' bits\n",
+                wo::ggml::type_name(c.type), static_cast<long long>(c.rows), static_cast<long long>(c.cols),
+                c.swiglu ? " SwiGLU" : "");
+    ++checked;
+  }
+  cudaStreamDestroy(s);
+  if (checked == 0) GTEST_SKIP() << "no Q4_K, Q5_K or Q6_K in this codec";
+}
+
 // linear_swiglu (gate, up and SiLU in one pass) gives exactly the bits of the two linears followed
 // by the SDK's swiglu kernel, for every block-quantized type, on variant 3's small weights and
 // variant 5's large ones (gate's row sums wait for up's in the unit kernel), with partial CTAs and

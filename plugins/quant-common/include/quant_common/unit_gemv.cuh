@@ -748,13 +748,15 @@ inline bool staged_grid(const GemvParams &p, const Segments &seg, UnitGrid &g) {
 }
 
 // Launches variant 5 for one-token problems; false (nothing launched) when it does not take them.
+// allow_tiles = false: contiguous chunks only (the tests' reference for tile chunks).
 template <class D>
-bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {}) {
+bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {}, const Fusion &fu = {},
+                  bool allow_tiles = true) {
   if constexpr (!has_unit<D>()) {
     return false;
   } else {
     // (a staged SwiGLU output needs the by-warp grid's contiguous chunks: staged_grid)
-    UnitGrid g = unit_grid<D>(p, seg, !fu.y_staged);
+    UnitGrid g = unit_grid<D>(p, seg, allow_tiles && !fu.y_staged);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
     // (one problem: a second one's copies would land while the first one's rows are still read)
