@@ -21,7 +21,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 fail=0
 for t in "$D"/bin/*gpu_test "$D"/bin/model_reference_test; do
   echo "=== $(basename "$t")"
-  "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' | tail -40 || fail=1
+  "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' | tail -40
+  rc=${PIPESTATUS[0]} # the binary's own status (grep finding no line is no failure)
+  [ "$rc" -ne 0 ] && { echo "!!! $(basename "$t") exited $rc"; fail=1; }
 done
 [ -n "${QUICK:-}" ] && { echo "suite exit $fail (QUICK: no e2e)"; exit $fail; }
 echo "=== e2e HTTP (qwen2-tiny-Q8_0)"

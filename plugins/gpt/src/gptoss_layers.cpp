@@ -10,8 +10,8 @@
 // clamped SwiGLU in one of them (linear_id_glu).
 #include "device_ops.hpp"
 
-#include <worker/env_switch.hpp>
 #include <worker/ggml_types.hpp>
+#include <worker/staged_x.hpp>
 
 #include <cmath>
 
@@ -63,7 +63,7 @@ void gptoss_layers(Instance &inst, const DeviceOps &ops, const Buffers &b, int64
   const bool fold = inst.fused && m == 1;
   // One token: attention stages its output for attn_output, whose codec copies it instead of
   // quantizing b.attn (SDK 1.9; WORKER_STAGED_X=0: not asked for).
-  static const bool staged_on = !wo::env_switched_off("WORKER_STAGED_X");
+  const bool staged_on = wo::staged::enabled();
   void *const attn_staged = fold && staged_on ? b.attn_staged : nullptr;
   ap.staged_out = attn_staged;
   for (int64_t il = 0; il < hp.n_layer; ++il) {

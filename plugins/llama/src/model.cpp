@@ -111,7 +111,7 @@ void Model::session_begin(int64_t n_ctx) {
   bufs_->positions = c.take<int32_t>(n);
   bufs_->attn_ws_floats = k::attention_workspace_floats(n, hp_.n_head, hp_.head_dim);
   bufs_->attn_ws = c.take<float>(bufs_->attn_ws_floats);
-  if (!wo::env_switched_off("WORKER_STAGED_X")) {
+  if (wo::staged::enabled()) {
     if (wo::staged::fits(hp_.q_dim()))
       bufs_->att_staged = c.take<uint8_t>(static_cast<uint64_t>(wo::staged::row_bytes(hp_.q_dim())));
     // The gate/up pass staging act for the down projection is opt-in (WORKER_STAGED_ACT=1): its

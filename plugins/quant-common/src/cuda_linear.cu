@@ -8,6 +8,7 @@
 #include <worker/ggml_types.hpp>
 #include <worker/rms_norm.cuh>
 #include <worker/sdk.hpp>
+#include <worker/staged_x.hpp>
 
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -417,11 +418,11 @@ static bool fused_pass(const TypeOps &ops, const wo_host *host, int32_t op, int3
   p.n_slots = p.x_slots = p.n_expert = 1;
   // A staged output only from linear_swiglu's unit GEMV (launch_units decides whether its grid can).
   if (fu.y_staged && (!swiglu || p.y_f16 || !wo::staged::fits(rows) ||
-                      reinterpret_cast<uintptr_t>(fu.y_staged) % 16 != 0 || !dev::staged_x_enabled()))
+                      reinterpret_cast<uintptr_t>(fu.y_staged) % 16 != 0 || !wo::staged::enabled()))
     return false;
   Fusion f = fu;
   if (f.x_staged && (f.norm_w || f.glu_up || p.x_f16 || !wo::staged::fits(p.cols) ||
-                     reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !dev::staged_x_enabled()))
+                     reinterpret_cast<uintptr_t>(f.x_staged) % 16 != 0 || !wo::staged::enabled()))
     f.x_staged = nullptr; // a hint only: x is read instead
   if (!ops.gemv_multi(p, seg, f, host->cuda_stream)) return false;
   check_launch([&] {

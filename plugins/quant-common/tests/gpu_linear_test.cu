@@ -988,7 +988,7 @@ TEST_F(GpuCodec, LinearFusedCopiesTheRowItsProducerStaged) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
   if (const char *v = non_default_gemv())
     GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": FP32 activations, nothing staged";
-  const bool reads_staged = !wo::env_switched_off("WORKER_STAGED_X");
+  const bool reads_staged = wo::staged::enabled();
   const cudaStream_t s = dev->stream();
   const struct { int64_t rows, cols; } shapes[] = {{896, 896}, {2048, 2048}, {896, 4864}};
   for (const auto &sh : shapes)
@@ -1050,7 +1050,7 @@ TEST_F(GpuCodec, LinearFusedCopiesTheRowItsProducerStaged) {
 TEST_F(GpuCodec, LinearSwigluStagesItsOutputForTheNextProjection) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_fused) && q->linear_fused);
   if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
-  const bool staging = !wo::env_switched_off("WORKER_STAGED_X");
+  const bool staging = wo::staged::enabled();
   const struct {
     uint32_t type;
     int64_t rows, cols;

@@ -9,6 +9,8 @@
 //                            of its hi and lo terms packed as an int16 pair (pack_half)
 #pragma once
 
+#include <worker/env_switch.hpp>
+
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -48,6 +50,13 @@ WO_STAGED_HD inline uint32_t pack_half(int hs, int ls) {
 WO_STAGED_HD inline void unpack_half(uint32_t w, int &hs, int &ls) {
   hs = static_cast<int16_t>(w & 0xffffu);
   ls = static_cast<int>(w) >> 16;
+}
+
+// Whether producers stage rows and codecs copy them: WORKER_STAGED_X=0 turns both off (A/B; the
+// same bits either way). One reader for the adapters, the codecs and their tests, read once.
+inline bool enabled() {
+  static const bool v = !env_switched_off("WORKER_STAGED_X");
+  return v;
 }
 
 } // namespace wo::staged

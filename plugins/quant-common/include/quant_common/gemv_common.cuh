@@ -344,13 +344,6 @@ __device__ __forceinline__ void staged8(const GemvParams &p, int64_t x_off, int6
   }
 }
 
-// Whether the int8 GEMVs copy a row their producer staged (Fusion::x_staged) instead of quantizing
-// x; WORKER_STAGED_X=0 quantizes x (A/B; the same bits either way).
-inline bool staged_x_enabled() {
-  static const bool v = !env_switched_off("WORKER_STAGED_X");
-  return v;
-}
-
 // The token's activations x[0..cols) -> hi, lo, scale, sum16 (every thread of the CTA takes part;
 // 4 consecutive threads share one group of 32, 8 activations each), through load_x8_normed: with
 // norm_w or glu_up, linear_fused's norm or SwiGLU prologue. norm_w: the CTA's shared-memory copy.
