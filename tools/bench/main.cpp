@@ -409,7 +409,7 @@ int run_engine_bench(const Options &o) {
   }
   struct Dec {
     int depth;
-    double tps, med, p95;
+    double tps, med, p95, first; // first: the first step's latency (a graph capture at a new bucket)
   };
   std::vector<Dec> decs;
   b.decode(kWarmupDepth); // warm-up
@@ -418,7 +418,8 @@ int run_engine_bench(const Options &o) {
     double total = 0;
     for (double x : lat)
       total += x;
-    decs.push_back({d, lat.size() / (total * 1e-3), median(lat), percentile(lat, 95)});
+    decs.push_back(
+        {d, lat.size() / (total * 1e-3), median(lat), percentile(lat, 95), lat.empty() ? 0.0 : lat.front()});
   }
   const Llamacpp *ref = llamacpp_figures(info.architecture);
   const uint64_t MB = 1 << 20;
@@ -438,9 +439,9 @@ int run_engine_bench(const Options &o) {
     std::printf("],\"decode\":[");
     for (size_t i = 0; i < decs.size(); ++i)
       std::printf("%s{\"depth\":%d,\"tokens\":%d,\"tps\":%.1f,\"itl_ms_median\":%.4f,\"itl_ms_p95\":%.4f,"
-                  "\"floor_fraction\":%.3f}",
+                  "\"floor_fraction\":%.3f,\"itl_ms_first\":%.4f}",
                   i ? "," : "", decs[i].depth, o.n_decode, decs[i].tps, decs[i].med, decs[i].p95,
-                  decs[i].tps / floor_tps);
+                  decs[i].tps / floor_tps, decs[i].first);
     std::printf("]");
     if (ref)
       std::printf(",\"llamacpp\":{\"name\":\"%s\",\"pp512\":%.0f,\"tg128\":%.0f}", ref->name, ref->pp512,
@@ -461,10 +462,11 @@ int run_engine_bench(const Options &o) {
   std::printf("\n%-14s %12s %14s\n", "prompt tokens", "TTFT ms", "prefill tok/s");
   for (const auto &r : rows)
     std::printf("%-14d %12.2f %14.0f\n", r.n, r.ttft_ms, r.prefill_tps);
-  std::printf("\n%-8s %10s %12s %12s %12s\n", "depth", "tok/s", "ITL med ms", "ITL p95 ms", "of floor");
+  std::printf("\n%-8s %10s %12s %12s %12s %12s\n", "depth", "tok/s", "ITL med ms", "ITL p95 ms", "of floor",
+              "first ms");
   for (const auto &d : decs)
-    std::printf("%-8d %10.1f %12.3f %12.3f %11.0f%%\n", d.depth, d.tps, d.med, d.p95,
-                100.0 * d.tps / floor_tps);
+    std::printf("%-8d %10.1f %12.3f %12.3f %11.0f%% %12.3f\n", d.depth, d.tps, d.med, d.p95,
+                100.0 * d.tps / floor_tps, d.first);
   if (ref) {
     double pp512 = 0;
     for (const auto &r : rows)

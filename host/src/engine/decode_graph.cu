@@ -2,6 +2,9 @@
 
 #include <worker/pdl.cuh>
 
+#include <chrono>
+#include <limits>
+
 namespace wo::engine {
 namespace {
 
@@ -32,14 +35,20 @@ int64_t DecodeGraphs::bound_for(int64_t pos, int64_t n_ctx) {
 }
 
 bool DecodeGraphs::run(const int32_t *token, int64_t pos, int64_t n_ctx, int32_t *d_pos, const Step &step,
-                       std::string &why) {
+                       std::string &why, Made *made) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
   const int64_t bound = bound_for(pos, n_ctx);
-  const auto key = std::make_pair(bound, token);
-  auto it = execs_.find(key);
-  if (it == execs_.end()) {
+  const auto key = std::make_pair(bound_for(pos, std::numeric_limits<int64_t>::max()), token);
+  Exec &x = execs_[key];
+  if (!x.current) {
+    const auto t0 = Clock::now();
     // Thread-local mode: the residency monitor's thread may call CUDA while this one captures.
     cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {
+      if (!x.exec) execs_.erase(key);
       why = "cudaStreamBeginCapture: " + cuda_text(e);
       return false;
     }
@@ -49,21 +58,41 @@ bool DecodeGraphs::run(const int32_t *token, int64_t pos, int64_t n_ctx, int32_t
     if (!ok || e != cudaSuccess || !graph) {
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError(); // capture errors are not sticky; leave none behind for the next call
+      if (!x.exec) execs_.erase(key);
       why = !ok ? "decode_step failed during capture" : "cudaStreamEndCapture: " + cuda_text(e);
       return false;
     }
-    cudaGraphExec_t exec = nullptr;
-    e = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      why = "cudaGraphInstantiate: " + cuda_text(e);
-      return false;
+    const double capture_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+    bool updated = false;
+    if (x.exec) { // an earlier session's: take the new capture in place if the kernels are the same
+      cudaGraphExecUpdateResultInfo info{};
+      updated = cudaGraphExecUpdate(x.exec, graph, &info) == cudaSuccess;
+      if (!updated) { // another topology: the executable is unusable, make a new one
+        cudaGetLastError();
+        cudaGraphExecDestroy(x.exec);
+        x.exec = nullptr;
+      }
     }
-    it = execs_.emplace(key, exec).first;
+    if (!updated) {
+      e = cudaGraphInstantiate(&x.exec, graph, 0);
+      if (e != cudaSuccess) {
+        cudaGraphDestroy(graph);
+        cudaGetLastError();
+        x.exec = nullptr;
+        execs_.erase(key);
+        why = "cudaGraphInstantiate: " + cuda_text(e);
+        return false;
+      }
+    }
+    cudaGraphDestroy(graph);
+    x.bound = bound;
+    x.current = true;
+    updates_ += updated ? 1 : 0;
+    if (made) *made = Made{true, updated, bound, capture_ms, ms_since(t1)};
   }
   cudaError_t e = write_position(d_pos, static_cast<int32_t>(pos), stream_);
-  if (e == cudaSuccess) e = cudaGraphLaunch(it->second, stream_);
+  if (e == cudaSuccess) e = cudaGraphLaunch(x.exec, stream_);
   if (e != cudaSuccess) {
     why = "decode graph launch (bound " + std::to_string(bound) + "): " + cuda_text(e);
     return false;
@@ -71,9 +100,21 @@ bool DecodeGraphs::run(const int32_t *token, int64_t pos, int64_t n_ctx, int32_t
   return true;
 }
 
+void DecodeGraphs::end_session() {
+  for (auto &kv : execs_)
+    kv.second.current = false;
+}
+
+size_t DecodeGraphs::captures() const {
+  size_t n = 0;
+  for (const auto &kv : execs_)
+    n += kv.second.current ? 1 : 0;
+  return n;
+}
+
 void DecodeGraphs::clear() {
   for (auto &kv : execs_)
-    cudaGraphExecDestroy(kv.second);
+    if (kv.second.exec) cudaGraphExecDestroy(kv.second.exec);
   execs_.clear();
 }
 

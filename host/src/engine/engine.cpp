@@ -172,12 +172,20 @@ void Engine::Impl::create_instance() {
 bool Engine::Impl::decode_graph(const int32_t *id_dev, int64_t pos) {
   if (!graphs_ok) return false; // false without graphs too (begin_session)
   std::string why;
+  DecodeGraphs::Made made;
   const bool ok = graphs->run(
       id_dev, pos, session_ctx, d_step_pos,
       [&](const int32_t *token, const int32_t *d_pos, int64_t bound) {
         return arch->decode_step(arch_inst, token, d_pos, bound, logits) == WO_OK;
       },
-      why);
+      why, &made);
+  if (made.made)
+    wo::observe::event(wo::observe::Level::debug, "decode_graph_made",
+                       {{"bound", made.bound},
+                        {"pos", pos},
+                        {"updated", made.updated},
+                        {"capture_ms", made.capture_ms},
+                        {"build_ms", made.build_ms}});
   if (!ok) {
     graphs_ok = false; // for the rest of this session
     const std::string detail = arch_error();
@@ -438,7 +446,11 @@ void Engine::end_session() {
   auto &e = *impl_;
   if (!e.session_open) return;
   cudaStreamSynchronize(e.dev->stream());
-  if (e.graphs) e.graphs->clear(); // they captured this session's KV cache and scratch
+  // The captures hold this session's KV cache and scratch: none replays again, but the executables
+  // stay for the next session's captures to update (WORKER_GRAPH_REUSE=0: destroyed, as before).
+  static const bool reuse = !wo::env_switched_off("WORKER_GRAPH_REUSE");
+  if (e.graphs && reuse) e.graphs->end_session();
+  if (e.graphs && !reuse) e.graphs->clear();
   e.arch->session_end(e.arch_inst);
   e.session_open = false;
   e.session_ctx = 0;
@@ -492,6 +504,7 @@ void Engine::forward(const int32_t *ids, int64_t n, int64_t pos, bool all_logits
 
 int64_t Engine::logits_rows() const { return impl_->logits_rows; }
 size_t Engine::decode_graphs() const { return impl_->graphs ? impl_->graphs->captures() : 0; }
+size_t Engine::decode_graph_updates() const { return impl_->graphs ? impl_->graphs->updates() : 0; }
 const float *Engine::logits_device() const { return impl_->logits; }
 
 void Engine::dump_logits(const std::string &path) const {

@@ -172,6 +172,9 @@ public:
   int64_t logits_rows() const; // rows the last forward wrote
   // Decode graphs captured in this session (0: decode runs without graphs).
   size_t decode_graphs() const;
+  // Captures, over the engine's life, that updated an earlier session's executable graph in place
+  // instead of instantiating one.
+  size_t decode_graph_updates() const;
   // Device float32 [logits_rows()][vocab_size()], valid until the next forward.
   const float *logits_device() const;
   // Synchronizes the stream. row -1 = the last row; otherwise 0 <= row < logits_rows().

@@ -1,7 +1,8 @@
 // Decode through CUDA graphs (issue 11): the engine captures the architecture's decode_step once
 // per context bucket and replays it, the position read from device memory. What users rely on:
 // the replayed step computes what launching every kernel computes, at every position (across
-// bucket boundaries), in every session, for every architecture the fixtures cover; and the
+// bucket boundaries), in every session (whose captures update the last session's executable
+// graphs), for every architecture the fixtures cover; and the
 // switch (EngineOptions.cuda_graphs = false / WORKER_CUDA_GRAPHS=0) really turns graphs off.
 #include "gpu_test_env.hpp"
 #include "rel_l2.hpp"
@@ -68,9 +69,14 @@ TEST_P(DecodeGraph, ReplayMatchesLaunchedKernelsAcrossBucketsAndSessions) {
   for (auto &t : prompt)
     t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(nv - 3));
   DeviceInt id_plain, id_graph;
-  for (int session = 0; session < 2; ++session) { // a new session: new KV cache, captures remade
-    plain.begin_session(600);
-    graphed.begin_session(600);
+  // A new session: a new KV cache, so every bucket is captured again; the second session's captures
+  // update the first's executables in place, the third's (another n_ctx: its last bucket's grids
+  // differ) update or replace them. Every replay must still compute the launched kernels' logits.
+  const int64_t session_ctx[3] = {600, 600, 560};
+  for (int session = 0; session < 3; ++session) {
+    const int64_t ctx = session_ctx[session];
+    plain.begin_session(ctx);
+    graphed.begin_session(ctx);
     plain.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
     graphed.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
     int32_t next = argmax(plain.logits_host());
@@ -88,13 +94,19 @@ TEST_P(DecodeGraph, ReplayMatchesLaunchedKernelsAcrossBucketsAndSessions) {
       next = argmax(a); // both follow the launched path's tokens
     }
     EXPECT_EQ(plain.decode_graphs(), 0u) << "cuda_graphs = false must launch kernels one by one";
-    EXPECT_EQ(graphed.decode_graphs(), buckets) << "one capture per bucket (256, 512, 600)";
-    std::printf("[ graph    ] %s session %d: worst rel-L2 %.2e at pos %lld over positions 230..%lld\n",
-                GetParam().c_str(), session, worst, static_cast<long long>(worst_pos),
-                static_cast<long long>(end - 1));
+    EXPECT_EQ(graphed.decode_graphs(), buckets) << "one capture per bucket (256, 512, n_ctx)";
+    if (session == 1) {
+      EXPECT_EQ(graphed.decode_graph_updates(), buckets)
+          << "a session of the same n_ctx updates the last one's executables instead of instantiating";
+    }
+    std::printf("[ graph    ] %s session %d (n_ctx %lld): worst rel-L2 %.2e at pos %lld over positions "
+                "230..%lld, %zu executables updated so far\n",
+                GetParam().c_str(), session, static_cast<long long>(ctx), worst,
+                static_cast<long long>(worst_pos), static_cast<long long>(end - 1),
+                graphed.decode_graph_updates());
     plain.end_session();
     graphed.end_session();
-    EXPECT_EQ(graphed.decode_graphs(), 0u) << "captures hold the session's addresses: freed with it";
+    EXPECT_EQ(graphed.decode_graphs(), 0u) << "captures hold the session's addresses: none replays after it";
   }
 }
 
