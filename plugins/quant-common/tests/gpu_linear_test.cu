@@ -258,8 +258,10 @@ struct LaunchCase {
   int64_t rows[3];
 };
 // 1280 columns: Q6_K rows of 1050 bytes (no 8-byte multiple: the unit GEMV only on the tiled grid).
+// Qwen2.5-0.5B's q/k/v (896 + 128 + 128 rows of 896: 144 eight-warp CTAs, more than an H100's 132
+// SMs, so a stack on the int8x GEMV runs 9-warp CTAs, one per SM) and 1160 rows of the same kind.
 const LaunchCase kLaunchCases[] = {
-    {896, {896, 128, 136}}, {2048, {2048, 1024, 1032}}, {1280, {1000, 1008, 1016}}};
+    {896, {896, 128, 128}}, {896, {896, 128, 136}}, {2048, {2048, 1024, 1032}}, {1280, {1000, 1008, 1016}}};
 
 // A one-launch stack of these weights declines (and the engine runs the linears apart): Q6_K weights
 // whose rows are no 8-byte multiple take the unit GEMV only on the tiled grid, which takes no stack.

@@ -443,6 +443,16 @@ __device__ __forceinline__ float late_inv_rms(bool late, const float *late_part,
   return late ? wo::rmsnorm::inv_rms(wo::rmsnorm::part_total(late_part), cols, eps) : 1.0f;
 }
 
+// A stacked variant-3 pass whose 8-warp CTAs would be a few more than the SMs (Qwen2.5's q/k/v:
+// 1152 rows, 144 CTAs on 132 SMs, twelve SMs holding two) runs CTAs of kInt8xWarpsFit warps
+// instead, one per SM (128): every row still one warp's walk, so the same bits.
+// WORKER_INT8X_FIT=0: 8-warp CTAs.
+constexpr int kInt8xWarpsFit = 9;
+inline bool int8x_fit() {
+  static const bool v = !env_switched_off("WORKER_INT8X_FIT");
+  return v;
+}
+
 // Whether a variant-3 GEMV whose rows need more than one 8-warp CTA per SM runs one CTA of
 // kInt8xWarpsWide warps per SM instead (launch_int8x); WORKER_INT8X_WIDE=0: 8-warp CTAs only.
 inline bool int8x_wide() {

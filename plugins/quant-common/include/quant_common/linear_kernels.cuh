@@ -429,7 +429,10 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   // mixed q/k/v) would otherwise run 36 CTAs on 36 SMs instead of 144 over all of them.
   const bool wide = int8x_wide() && ctas_of(kInt8xWarps) > device_sm_count() &&
                     4 * ctas_of(kInt8xWarpsWide) >= 3 * device_sm_count();
-  const int warps = wide ? kInt8xWarpsWide : kInt8xWarps;
+  const bool stacked = seg.n > 0 && !seg.swiglu;
+  const bool fit = !wide && stacked && int8x_fit() && ctas_of(kInt8xWarps) > device_sm_count() &&
+                   ctas_of(kInt8xWarpsFit) <= device_sm_count();
+  const int warps = wide ? kInt8xWarpsWide : fit ? kInt8xWarpsFit : kInt8xWarps;
   const int64_t cap = wide ? device_sm_count() : int8x_ctas_per_sm() * device_sm_count();
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas_of(warps), cap)), grid_y(problems));
   // A failed launch is left for the caller's cudaGetLastError check.
@@ -444,6 +447,14 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
                : seg.swiglu ? gemv_int8x_kernel<D, Int8xMode::Swiglu, kT, kW>
                             : gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>;
     };
+    using Kernel = decltype(of_width(std::integral_constant<int, kInt8xWarps>{}));
+    if (fit) { // stacked passes only (the other modes have no instance of this width)
+      constexpr int kW = kInt8xWarpsFit;
+      if constexpr (kMixed)
+        return Kernel{gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW, DB>};
+      else
+        return Kernel{gemv_int8x_kernel<D, Int8xMode::Stacked, kT, kW>};
+    }
     return wide ? of_width(std::integral_constant<int, kInt8xWarpsWide>{})
                 : of_width(std::integral_constant<int, kInt8xWarps>{});
   });
