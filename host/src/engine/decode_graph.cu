@@ -101,8 +101,17 @@ bool DecodeGraphs::run(const int32_t *token, int64_t pos, int64_t n_ctx, int32_t
 }
 
 void DecodeGraphs::end_session() {
-  for (auto &kv : execs_)
-    kv.second.current = false;
+  // Kept: the executables this session used. The others (a bucket it never reached, a token
+  // address it never passed) go, so the set stays one session's, whatever callers pass.
+  for (auto it = execs_.begin(); it != execs_.end();) {
+    if (it->second.current) {
+      it->second.current = false;
+      ++it;
+    } else {
+      if (it->second.exec) cudaGraphExecDestroy(it->second.exec);
+      it = execs_.erase(it);
+    }
+  }
 }
 
 size_t DecodeGraphs::captures() const {

@@ -55,7 +55,8 @@ public:
            std::string &why, Made *made = nullptr);
 
   // Session end: no executable may replay until its bucket is captured again (they hold the
-  // session's addresses); they stay, to be updated by the next session's captures.
+  // session's addresses); those this session used stay, to be updated by the next session's
+  // captures, the rest are destroyed.
   void end_session();
   void clear();            // destroys every executable
   size_t captures() const; // executables made or updated in this session
