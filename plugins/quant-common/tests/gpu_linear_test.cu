@@ -913,6 +913,56 @@ TEST_F(GpuCodec, TileChunksGiveTheContiguousChunksBits) {
   if (checked == 0) GTEST_SKIP() << "no Q4_K, Q5_K or Q6_K in this codec";
 }
 
+// A SwiGLU pass whose warp groups would take uneven rounds runs on the tiled grid when the two
+// grids' longest chains tie (unit_grid): Qwen2.5-0.5B's gate/up, Q5_0 4864 x 896 (2432 groups of
+// 2 x 2 rows on 132 SMs' 2112 warps). The tiled pass gives exactly the bits of the two linears (one
+// round of warp groups each) followed by the SDK's swiglu kernel.
+TEST_F(GpuCodec, SwigluTiesWithUnevenRoundsRunTiledWithTheSameBits) {
+  namespace qd = wo::quant::dev;
+  if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
+  const uint32_t type = wo::ggml::Q5_0;
+  if (std::find(kPlugin.types.begin(), kPlugin.types.end(), type) == kPlugin.types.end())
+    GTEST_SKIP() << "no Q5_0 in this codec";
+  const int64_t rows = 4864, cols = 896;
+  const uint64_t row_bytes = wo::ggml::row_bytes(type, cols);
+  const auto graw = random_blocks(type, rows, cols, rng()), uraw = random_blocks(type, rows, cols, rng());
+  DeviceArray<uint8_t> gw(graw.size()), uw(uraw.size());
+  gw.upload(graw.data(), graw.size());
+  uw.upload(uraw.data(), uraw.size());
+  const auto xf = normal_floats(static_cast<size_t>(cols), rng());
+  DeviceArray<float> x(xf.size()), y(rows), yg(rows), yu(rows), act(rows);
+  x.upload(xf.data(), xf.size());
+  // The grid the pass takes: tiled where 2112 warps (132 SMs) meet the tie.
+  wo::quant::Segments seg;
+  seg.n = 2;
+  seg.swiglu = true;
+  seg.w[0] = gw.get();
+  seg.w[1] = uw.get();
+  seg.end[0] = rows;
+  seg.end[1] = 2 * rows;
+  seg.y[0] = y.get();
+  const wo::quant::GemvParams p{gw.get(), row_bytes, 0, rows,    cols, x.get(), false,
+                                y.get(),  false,     1, nullptr, 1,    1,       1};
+  const bool tiled = qd::unit_grid<qd::DecQ5_0>(p, seg).tiled;
+  if (qd::unit_tiled_enabled() && qd::unit_tiled_ties_enabled() && qd::act_terms() == 2 &&
+      qd::device_sm_count() == 132)
+    EXPECT_TRUE(tiled) << "Q5_0 4864x896 SwiGLU on 132 SMs: the tie with uneven warp rounds runs tiled";
+  const wo_tensor tg = make_tensor(type, gw.get(), cols, rows), tu = make_tensor(type, uw.get(), cols, rows);
+  ASSERT_EQ(q->linear_swiglu(dev->host(), &tg, &tu, x.get(), WO_DTYPE_F32, y.get(), WO_DTYPE_F32, 1), WO_OK)
+      << q->last_error();
+  ASSERT_EQ(q->linear(dev->host(), &tg, x.get(), WO_DTYPE_F32, yg.get(), WO_DTYPE_F32, 1), WO_OK);
+  ASSERT_EQ(q->linear(dev->host(), &tu, x.get(), WO_DTYPE_F32, yu.get(), WO_DTYPE_F32, 1), WO_OK);
+  ASSERT_EQ(wo::kernels::swiglu(yg.get(), yu.get(), act.get(), 1, rows, dev->stream()), cudaSuccess);
+  dev->sync();
+  const auto got = y.download(rows), want = act.download(rows);
+  EXPECT_EQ(got, want) << "Q5_0 4864x896 SwiGLU (" << (tiled ? "tiled" : "warp groups")
+                       << ") against two linears and swiglu";
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v); }));
+  EXPECT_NE(*std::min_element(got.begin(), got.end()), *std::max_element(got.begin(), got.end()));
+  std::printf("[ ties     ] Q5_0 4864x896 SwiGLU %s: the two linears' and swiglu's bits\n",
+              tiled ? "tiled" : "by warp groups");
+}
+
 // linear_swiglu (gate, up and SiLU in one pass) gives exactly the bits of the two linears followed
 // by the SDK's swiglu kernel, for every block-quantized type, on variant 3's small weights and
 // variant 5's large ones (gate's row sums wait for up's in the unit kernel), with partial CTAs and

@@ -68,6 +68,12 @@ inline bool unit_tiled_enabled() {
   return v;
 }
 
+// See unit_grid: SwiGLU ties with uneven warp rounds run on the tiled grid (WORKER_UNIT_TILED_TIES=0: no).
+inline bool unit_tiled_ties_enabled() {
+  static const bool v = !env_switched_off("WORKER_UNIT_TILED_TIES");
+  return v;
+}
+
 // The fewest rows whose bytes are whole 16-byte copies (a tiled run's row count is a multiple).
 inline int64_t rows_of_16_bytes(uint64_t row_bytes) {
   int64_t a = 1;
@@ -611,7 +617,10 @@ template <class D> int unit_tile_lanes(int64_t nb, uint64_t row_bytes, uint64_t 
   }
 }
 
-template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = true) {
+// allow_tied_tiled = false: a tie stays by warp (a staged SwiGLU output needs the by-warp grid).
+template <class D>
+UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = true,
+                   bool allow_tied_tiled = true) {
   UnitGrid g;
   if constexpr (has_unit<D>()) {
     using T = UnitDot<D>;
@@ -692,8 +701,20 @@ template <class D> UnitGrid unit_grid(const GemvParams &p, const Segments &seg, 
       // (Also on ties where the tiled grid spreads the rows over more SMs, e.g. Qwen's 896 x 4864 Q4_K
       // down projection on 128 CTAs instead of 56: H100, one call, Qwen 1403.5/1293.8,
       // 1401.5/1296.5 -> 1364.3/1263.4, 1387.7/1276.5, Phi-3 -1%. Not kept.)
-      if (a <= 64 && p.rows % a == 0 && (chain < best_slots || tiled_only) && units <= (1 << 30) &&
-          unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
+      // On a tie, a SwiGLU pass whose warp groups take uneven rounds (more groups than warps, not a
+      // multiple: some warps walk one group more than the rest) runs tiled, where a CTA's chunks are
+      // dealt to its warps in turn. Qwen2.5's gate/up (2432 groups of 2 x 2 rows on 2112 warps, two
+      // rounds for 320 warps; tiled: 128 CTAs of 38 rows, 17 chunks): H100, one call, 1511.7/1342.4,
+      // 1515.0/1339.3 -> 1570.3/1371.8, 1571.1/1382.0 tok/s. Where the rounds are even (Phi-3's
+      // gate/up: 2048 groups, one round of 3 tile chunks each) the tie stays by warp (tiled there:
+      // 617.0/511.9, 617.3/506.5 -> 606.6/500.7, 606.7/502.0), as plain weights' ties do (Qwen's Q4_K
+      // down projection, above). WORKER_UNIT_TILED_TIES=0: ties stay by warp.
+      const int64_t bw_groups = p.rows / best * problems;
+      const bool uneven = bw_groups > warps && bw_groups % warps != 0;
+      const bool tie_tiled =
+          allow_tied_tiled && unit_tiled_ties_enabled() && seg.swiglu && chain == best_slots && uneven;
+      if (a <= 64 && p.rows % a == 0 && (chain < best_slots || tiled_only || tie_tiled) &&
+          units <= (1 << 30) && unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
         g.tiled = true;
         g.n_groups = (p.rows + rows_cta - 1) / rows_cta;
         g.rows_per_group = static_cast<int>(rows_cta);
@@ -756,7 +777,7 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     return false;
   } else {
     // (a staged SwiGLU output needs the by-warp grid's contiguous chunks: staged_grid)
-    UnitGrid g = unit_grid<D>(p, seg, allow_tiles && !fu.y_staged);
+    UnitGrid g = unit_grid<D>(p, seg, allow_tiles && !fu.y_staged, !fu.y_staged);
     if (g.n_groups == 0) return false;
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : p.n_tokens;
     // (one problem: a second one's copies would land while the first one's rows are still read)
