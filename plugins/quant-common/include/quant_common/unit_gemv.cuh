@@ -68,11 +68,13 @@ inline bool unit_tiled_enabled() {
   return v;
 }
 
-// See unit_grid: SwiGLU ties with uneven warp rounds run on the tiled grid (WORKER_UNIT_TILED_TIES=0: no).
-inline bool unit_tiled_ties_enabled() {
-  static const bool v = !env_switched_off("WORKER_UNIT_TILED_TIES");
+// See unit_grid: ties with uneven warp rounds run on the tiled grid.
+// WORKER_UNIT_TILED_TIES: 0 no tie tiled, 1 (default) SwiGLU ties, 2 plain weights' ties too.
+inline int unit_tiled_ties() {
+  static const int v = static_cast<int>(env_int("WORKER_UNIT_TILED_TIES", 0, 2, 1));
   return v;
 }
+inline bool unit_tiled_ties_enabled() { return unit_tiled_ties() > 0; }
 
 // The fewest rows whose bytes are whole 16-byte copies (a tiled run's row count is a multiple).
 inline int64_t rows_of_16_bytes(uint64_t row_bytes) {
@@ -701,18 +703,23 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
       // (Also on ties where the tiled grid spreads the rows over more SMs, e.g. Qwen's 896 x 4864 Q4_K
       // down projection on 128 CTAs instead of 56: H100, one call, Qwen 1403.5/1293.8,
       // 1401.5/1296.5 -> 1364.3/1263.4, 1387.7/1276.5, Phi-3 -1%. Not kept.)
-      // On a tie, a SwiGLU pass whose warp groups take uneven rounds (more groups than warps, not a
-      // multiple: some warps walk one group more than the rest) runs tiled, where a CTA's chunks are
-      // dealt to its warps in turn. Qwen2.5's gate/up (2432 groups of 2 x 2 rows on 2112 warps, two
-      // rounds for 320 warps; tiled: 128 CTAs of 38 rows, 17 chunks): H100, one call, 1511.7/1342.4,
-      // 1515.0/1339.3 -> 1570.3/1371.8, 1571.1/1382.0 tok/s. Where the rounds are even (Phi-3's
-      // gate/up: 2048 groups, one round of 3 tile chunks each) the tie stays by warp (tiled there:
-      // 617.0/511.9, 617.3/506.5 -> 606.6/500.7, 606.7/502.0), as plain weights' ties do (Qwen's Q4_K
-      // down projection, above). WORKER_UNIT_TILED_TIES=0: ties stay by warp.
+      // On a tie, a SwiGLU pass whose warp groups take uneven rounds (more groups than warps, not
+      // a multiple: some warps walk one group more than the rest) runs tiled, where a CTA's chunks
+      // are dealt to its warps in turn. Qwen2.5's gate/up (2432 groups of 2 x 2 rows on 2112 warps,
+      // two rounds for 320 warps; tiled: 128 CTAs of 38 rows, 17 chunks): H100, one call,
+      // 1514.7/1343.0, 1512.4/1340.0 -> 1568.3/1376.9, 1566.6/1377.6 tok/s. Where the rounds are even
+      // the tie stays by warp: Phi-3's gate/up (2048 groups, one round of 3 tile chunks) lost tiled
+      // (617.0/511.9, 617.3/506.5 -> 606.6/500.7, 606.7/502.0), as Qwen's Q4_K down projection (896
+      // groups, above) did. Plain weights' uneven ties (by this arithmetic Phi-3's Q4_K down
+      // projection, 3072 groups, and GPT-OSS's o projection, 2880) measured +1% at depth 0
+      // (621.9/508.1, 620.3/506.6 -> 628.4/509.2, 625.5/508.7; 544.6/515.4, 550.9/518.6 ->
+      // 553.9/516.6, 554.3/519.3) but their GPU tests have not run yet: opt-in
+      // (WORKER_UNIT_TILED_TIES=2). WORKER_UNIT_TILED_TIES=0: every tie by warp.
       const int64_t bw_groups = p.rows / best * problems;
       const bool uneven = bw_groups > warps && bw_groups % warps != 0;
-      const bool tie_tiled =
-          allow_tied_tiled && unit_tiled_ties_enabled() && seg.swiglu && chain == best_slots && uneven;
+      const bool tie_tiled = allow_tied_tiled &&
+                             (seg.swiglu ? unit_tiled_ties() >= 1 : unit_tiled_ties() == 2) &&
+                             chain == best_slots && uneven;
       if (a <= 64 && p.rows % a == 0 && (chain < best_slots || tiled_only || tie_tiled) &&
           units <= (1 << 30) && unit_smem_bytes<D>(p.cols, part) <= kUnitMaxSmem) {
         g.tiled = true;
