@@ -86,7 +86,6 @@ bool DecodeGraphs::run(const int32_t *token, int64_t pos, int64_t n_ctx, int32_t
       }
     }
     cudaGraphDestroy(graph);
-    x.bound = bound;
     x.current = true;
     updates_ += updated ? 1 : 0;
     if (made) *made = Made{true, updated, bound, capture_ms, ms_since(t1)};

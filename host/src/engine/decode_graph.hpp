@@ -58,15 +58,13 @@ public:
   // session's addresses); those this session used stay, to be updated by the next session's
   // captures, the rest are destroyed.
   void end_session();
-  void clear();            // destroys every executable
-  size_t captures() const; // executables made or updated in this session
-  size_t executables() const { return execs_.size(); }
+  void clear();                               // destroys every executable
+  size_t captures() const;                    // executables made or updated in this session
   size_t updates() const { return updates_; } // captures taken in place by an earlier executable
 
 private:
   struct Exec {
     cudaGraphExec_t exec = nullptr;
-    int64_t bound = 0;    // the capture's bound (the bucket capped at its session's n_ctx)
     bool current = false; // captured in this session
   };
   cudaStream_t stream_;
