@@ -74,7 +74,6 @@ inline int unit_tiled_ties() {
   static const int v = static_cast<int>(env_int("WORKER_UNIT_TILED_TIES", 0, 2, 1));
   return v;
 }
-inline bool unit_tiled_ties_enabled() { return unit_tiled_ties() > 0; }
 
 // The fewest rows whose bytes are whole 16-byte copies (a tiled run's row count is a multiple).
 inline int64_t rows_of_16_bytes(uint64_t row_bytes) {
