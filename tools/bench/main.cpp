@@ -399,7 +399,6 @@ int run_engine_bench(const Options &o) {
   std::vector<Row> rows;
   // Warm-up: one prefill of every measured length first (the GEMM kernels a length selects load on
   // first use: with --reps 2 that one call was half the median of pp512).
-  b.ttft(16);
   for (int n : o.prompts)
     b.ttft(n);
   for (int n : o.prompts) {
