@@ -832,6 +832,33 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
       ++checked;
     }
   EXPECT_GT(checked, 0) << "no weight of this codec took the unit GEMV";
+  // Two of these shapes are plain weights' ties whose warp groups take uneven rounds on 132 SMs'
+  // 2112 warps (unit_grid): Phi-3's Q4_K down projection (3072 groups of one row, two chunks) and
+  // GPT-OSS's Q8_0 o projection (2880 groups). By default they take the tiled grid, so the bits
+  // compared above are the tiled grid's against the warp groups'.
+  namespace qd = wo::quant::dev;
+  const auto tiled = [&](auto dec, uint32_t type, int64_t rows, int64_t cols) {
+    using D = decltype(dec);
+    wo::quant::GemvParams p{};
+    p.w = reinterpret_cast<const uint8_t *>(256); // unit_grid reads its alignment only (cudaMalloc's)
+    p.row_bytes = wo::ggml::row_bytes(type, cols);
+    p.rows = rows;
+    p.cols = cols;
+    p.n_tokens = p.n_slots = p.x_slots = p.n_expert = 1;
+    return qd::unit_grid<D>(p, wo::quant::Segments{}).tiled;
+  };
+  if (qd::unit_tiled_enabled() && qd::unit_tiled_ties() == 2 && qd::act_terms() == 2 &&
+      qd::device_sm_count() == 132) {
+    const auto has = [&](uint32_t t) {
+      return std::find(kPlugin.types.begin(), kPlugin.types.end(), t) != kPlugin.types.end();
+    };
+    if (has(wo::ggml::Q4_K))
+      EXPECT_TRUE(tiled(qd::DecQ4_K{}, wo::ggml::Q4_K, 3072, 8192))
+          << "Q4_K 3072x8192: the uneven tie runs tiled";
+    if (has(wo::ggml::Q8_0))
+      EXPECT_TRUE(tiled(qd::DecQ8_0{}, wo::ggml::Q8_0, 2880, 2880))
+          << "Q8_0 2880x2880: the uneven tie runs tiled";
+  }
 }
 
 // Tile chunks (unit_gemv.cuh, UnitGrid::tile_w) give every row the bits of the contiguous chunks:

@@ -69,9 +69,9 @@ inline bool unit_tiled_enabled() {
 }
 
 // See unit_grid: ties with uneven warp rounds run on the tiled grid.
-// WORKER_UNIT_TILED_TIES: 0 no tie tiled, 1 (default) SwiGLU ties, 2 plain weights' ties too.
+// WORKER_UNIT_TILED_TIES: 0 no tie tiled, 1 SwiGLU ties only, 2 (default) plain weights' ties too.
 inline int unit_tiled_ties() {
-  static const int v = static_cast<int>(env_int("WORKER_UNIT_TILED_TIES", 0, 2, 1));
+  static const int v = static_cast<int>(env_int("WORKER_UNIT_TILED_TIES", 0, 2, 2));
   return v;
 }
 
@@ -712,8 +712,8 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
       // groups, above) did. Plain weights' uneven ties (by this arithmetic Phi-3's Q4_K down
       // projection, 3072 groups, and GPT-OSS's o projection, 2880) measured +1% at depth 0
       // (621.9/508.1, 620.3/506.6 -> 628.4/509.2, 625.5/508.7; 544.6/515.4, 550.9/518.6 ->
-      // 553.9/516.6, 554.3/519.3) but their GPU tests have not run yet: opt-in
-      // (WORKER_UNIT_TILED_TIES=2). WORKER_UNIT_TILED_TIES=0: every tie by warp.
+      // 553.9/516.6, 554.3/519.3) and run tiled too. WORKER_UNIT_TILED_TIES=1: SwiGLU ties only;
+      // =0: every tie by warp.
       const int64_t bw_groups = p.rows / best * problems;
       const bool uneven = bw_groups > warps && bw_groups % warps != 0;
       const bool tie_tiled = allow_tied_tiled &&
