@@ -787,15 +787,16 @@ TEST_F(GpuCodec, LinearMultiEqualsSeparateLinears) {
 // chain of chunks, into one run of rows per CTA whose chunks the CTA's warps take in turn
 // (UnitGrid::tiled: plain weights and SwiGLU pairs, never a stack's segments). Either way a row's sum
 // is the same fixed tree of its blocks' dots, so a weight at shapes the tiled grid takes (GPT-OSS's
-// 2880 x 2880 expert, Phi-3's 9216 x 3072 q/k/v and 3072 x 8192 down projection, 896 x 4864, whose
-// last CTA's run is shorter, and Q4_K/Q5_K 2880 x 4864, whose runs of 22 rows leave 418 partial dots:
-// the chunk stages after them must still start on 16 bytes) gives the bits of its two halves run
-// as a stack (warp groups). Q6_K's 896 x 4864 (3990-byte rows) runs only tiled and its stack
-// declines: its halves run alone, each tiled in runs of its own.
+// 2880 x 2880 expert and 2880 x 4096 o projection, Phi-3's 9216 x 3072 q/k/v and 3072 x 8192 down
+// projection, 896 x 4864, whose last CTA's run is shorter, and Q4_K/Q5_K 2880 x 4864, whose runs of
+// 22 rows leave 418 partial dots: the chunk stages after them must still start on 16 bytes) gives
+// the bits of its two halves run as a stack (warp groups). Q6_K's 896 x 4864 (3990-byte rows) runs
+// only tiled and its stack declines: its halves run alone, each tiled in runs of its own.
 TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   ASSERT_TRUE(WO_HAS_FIELD(wo_quant_v1, q->struct_size, linear_multi) && q->linear_multi);
   if (const char *v = non_default_gemv()) GTEST_SKIP() << "WORKER_QUANT_GEMV=" << v << ": variant 5 only";
-  const ShapeCase shapes[] = {{896, 4864}, {2880, 2880}, {9216, 3072}, {3072, 8192}, {2880, 4864}};
+  const ShapeCase shapes[] = {{896, 4864},  {2880, 2880}, {9216, 3072},
+                              {3072, 8192}, {2880, 4864}, {2880, 4096}};
   int checked = 0;
   for (uint32_t type : kPlugin.types)
     for (const auto &sc : shapes) {
@@ -834,8 +835,8 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   EXPECT_GT(checked, 0) << "no weight of this codec took the unit GEMV";
   // Two of these shapes are plain weights' ties whose warp groups take uneven rounds on 132 SMs'
   // 2112 warps (unit_grid): Phi-3's Q4_K down projection (3072 groups of one row, two chunks) and
-  // GPT-OSS's Q8_0 o projection (2880 groups). By default they take the tiled grid, so the bits
-  // compared above are the tiled grid's against the warp groups'.
+  // GPT-OSS's Q8_0 o projection (2880 x 4096: 2880 groups). By default they take the tiled grid,
+  // so the bits compared above are the tiled grid's against the warp groups'.
   namespace qd = wo::quant::dev;
   const auto tiled = [&](auto dec, uint32_t type, int64_t rows, int64_t cols) {
     using D = decltype(dec);
@@ -856,8 +857,8 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
       EXPECT_TRUE(tiled(qd::DecQ4_K{}, wo::ggml::Q4_K, 3072, 8192))
           << "Q4_K 3072x8192: the uneven tie runs tiled";
     if (has(wo::ggml::Q8_0))
-      EXPECT_TRUE(tiled(qd::DecQ8_0{}, wo::ggml::Q8_0, 2880, 2880))
-          << "Q8_0 2880x2880: the uneven tie runs tiled";
+      EXPECT_TRUE(tiled(qd::DecQ8_0{}, wo::ggml::Q8_0, 2880, 4096))
+          << "Q8_0 2880x4096: the uneven tie runs tiled";
   }
 }
 
