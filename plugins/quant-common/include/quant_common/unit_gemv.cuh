@@ -159,10 +159,9 @@ template <class D> __host__ __device__ constexpr int unit_tile_copy() {
 // kHalfSums: the meta record's sum32 slot holds the term sums of values 0..15 instead (Q6_K's
 // 16-value sub-blocks; see half_sums).
 template <int QU, XOrder O, bool kHalfSums, int kTerms>
-__device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
-                                              XMeta *meta, const float *norm_w, float norm_eps,
-                                              const float *glu_up, float *late_part, const uint8_t *staged,
-                                              bool ahead) {
+__device__ __forceinline__ void
+stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo, XMeta *meta, const float *norm_w,
+              float norm_eps, const float *glu_up, float *late_part, const uint8_t *staged, bool ahead) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
   const int64_t stride = static_cast<int64_t>(blockDim.x) * 8;
@@ -817,8 +816,7 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     // (one problem: a second one's copies would land while the first one's rows are still read)
     g.tiled_early = g.tiled && seg.n == 0 && fu.early && problems == 1 &&
                     g.rows_per_group <= kTiledEarlyRows && tiled_early_enabled();
-    g.x_ahead = !fu.norm_w && !fu.glu_up && !fu.x_staged && p.cols > kUnitWarps * 32 * 8 &&
-                x_ahead_enabled();
+    g.x_ahead = !fu.norm_w && !fu.glu_up && !fu.x_staged && p.cols > kUnitWarps * 32 * 8 && x_ahead_enabled();
     if (fu.y_staged && !staged_grid(p, seg, g)) return false; // the caller's request goes back unserved
     // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
     // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
