@@ -127,8 +127,6 @@ struct UnitGrid {
                             // CTA stages into Fusion::y_staged after them (0: nothing staged)
   bool tiled_early = false; // tiled, plain, early reads, one problem, rows_per_group <= kTiledEarlyRows:
                             // the rows' bias and residual copied before the dots (tiled_early_enabled)
-  bool x_ahead = false;     // plain x (no prologue, not staged) of more than one staging stride:
-                            // each stride's loads issued before the last one is quantized
   int64_t rows = 0;         // of each weight (tiled: the last group's rows are what is left)
   int64_t part_floats = 0;  // the partial dots' shared memory: per warp x kUnitWarps, or per CTA
   // Tile chunks (tile_w > 0, the kernel's kTiles instances): see unit_tile_w and unit_tile_lanes.
@@ -159,34 +157,16 @@ template <class D> __host__ __device__ constexpr int unit_tile_copy() {
 // kHalfSums: the meta record's sum32 slot holds the term sums of values 0..15 instead (Q6_K's
 // 16-value sub-blocks; see half_sums).
 template <int QU, XOrder O, bool kHalfSums, int kTerms>
-__device__ __forceinline__ void
-stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo, XMeta *meta, const float *norm_w,
-              float norm_eps, const float *glu_up, float *late_part, const uint8_t *staged, bool ahead) {
+__device__ __forceinline__ void stage_x_units(const GemvParams &p, int64_t x_off, uint8_t *hi, uint8_t *lo,
+                                              XMeta *meta, const float *norm_w, float norm_eps,
+                                              const float *glu_up, float *late_part, const uint8_t *staged) {
   const int lane = threadIdx.x % 32, g4 = lane % 4;
   float inv_rms = 0.0f; // linear_fused's norm: the row's 1/rms, as the norm kernel's
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * 8;
-  // ahead (UnitGrid::x_ahead: plain x of more than one stride): this thread's values of the next
-  // stride are loaded before this stride's are quantized, so the strides' L2 round trips overlap.
-  float4 xa{}, xb{};
-  if (ahead && static_cast<int64_t>(threadIdx.x) * 8 < p.cols) {
-    xa = load_x4(p.x, x_off + threadIdx.x * 8, p.x_f16);
-    xb = load_x4(p.x, x_off + threadIdx.x * 8 + 4, p.x_f16);
-  }
-  for (int64_t base = 0; base < p.cols; base += stride) {
+  for (int64_t base = 0; base < p.cols; base += static_cast<int64_t>(blockDim.x) * 8) {
     const int64_t c = base + static_cast<int64_t>(threadIdx.x) * 8;
     const bool on = c < p.cols; // whole groups of 4 lanes are on or off (cols % 32 == 0)
     Staged8 s;
-    if (ahead) { // load_x8's values (zeros when !on), then quantize_x8 as staged8 does
-      const float v[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-      xa = xb = float4{};
-      if (c + stride < p.cols) {
-        xa = load_x4(p.x, x_off + c + stride, p.x_f16);
-        xb = load_x4(p.x, x_off + c + stride + 4, p.x_f16);
-      }
-      s = quantize_x8<kTerms>(v);
-    } else {
-      staged8<kTerms, true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, glu_up, late_part, staged, s);
-    }
+    staged8<kTerms, true>(p, x_off, base, c, on, norm_w, norm_eps, inv_rms, glu_up, late_part, staged, s);
     // the other 16-value half's sums (lanes g4 and g4 ^ 2)
     const float sum16 = __shfl_xor_sync(0xffffffffu, s.sum16, 2);
     const int hs16 = __shfl_xor_sync(0xffffffffu, s.hs16, 2), ls16 = __shfl_xor_sync(0xffffffffu, s.ls16, 2);
@@ -471,7 +451,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     __shared__ float late_part[wo::rmsnorm::kThreads / 32];
     stage_x_units<T::QU, UnitOrder<T>::value, UnitHalfSums<T>::value, kTerms>(
         p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up, fu.norm_late ? late_part : nullptr,
-        fu.x_staged, ug.x_ahead);
+        fu.x_staged);
     __syncthreads();
     const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
@@ -770,13 +750,6 @@ inline bool tiled_early_enabled() {
   return v;
 }
 
-// WORKER_X_AHEAD=0: every staging stride loads its values after the last one is quantized (A/B;
-// the same bits either way).
-inline bool x_ahead_enabled() {
-  static const bool v = env_int("WORKER_X_AHEAD", 0, 1, 1) != 0;
-  return v;
-}
-
 inline bool unit_spread() {
   static const bool v = env_int("WORKER_UNIT_SPREAD", 0, 1, 1) != 0;
   return v;
@@ -816,7 +789,6 @@ bool launch_units(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
     // (one problem: a second one's copies would land while the first one's rows are still read)
     g.tiled_early = g.tiled && seg.n == 0 && fu.early && problems == 1 &&
                     g.rows_per_group <= kTiledEarlyRows && tiled_early_enabled();
-    g.x_ahead = !fu.norm_w && !fu.glu_up && !fu.x_staged && p.cols > kUnitWarps * 32 * 8 && x_ahead_enabled();
     if (fu.y_staged && !staged_grid(p, seg, g)) return false; // the caller's request goes back unserved
     // linear_id: one wave of CTAs over all its problems (experts), each with at least one group;
     // with groups dealt across CTAs first, every SM gets an equal share (GPT-OSS's 4 x 360 expert
