@@ -838,7 +838,7 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
   // GPT-OSS's Q8_0 o projection (2880 x 4096: 2880 groups). By default they take the tiled grid,
   // so the bits compared above are the tiled grid's against the warp groups'.
   namespace qd = wo::quant::dev;
-  const auto tiled = [&](auto dec, uint32_t type, int64_t rows, int64_t cols) {
+  const auto grid = [&](auto dec, uint32_t type, int64_t rows, int64_t cols) {
     using D = decltype(dec);
     wo::quant::GemvParams p{};
     p.w = reinterpret_cast<const uint8_t *>(256); // unit_grid reads its alignment only (cudaMalloc's)
@@ -846,7 +846,7 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
     p.rows = rows;
     p.cols = cols;
     p.n_tokens = p.n_slots = p.x_slots = p.n_expert = 1;
-    return qd::unit_grid<D>(p, wo::quant::Segments{}).tiled;
+    return qd::unit_grid<D>(p, wo::quant::Segments{});
   };
   if (qd::unit_tiled_enabled() && qd::unit_tiled_ties() == 2 && qd::act_terms() == 2 &&
       qd::device_sm_count() == 132) {
@@ -854,12 +854,17 @@ TEST_F(GpuCodec, TiledUnitGridEqualsWarpGroups) {
       return std::find(kPlugin.types.begin(), kPlugin.types.end(), t) != kPlugin.types.end();
     };
     if (has(wo::ggml::Q4_K))
-      EXPECT_TRUE(tiled(qd::DecQ4_K{}, wo::ggml::Q4_K, 3072, 8192))
+      EXPECT_TRUE(grid(qd::DecQ4_K{}, wo::ggml::Q4_K, 3072, 8192).tiled)
           << "Q4_K 3072x8192: the uneven tie runs tiled";
     if (has(wo::ggml::Q8_0))
-      EXPECT_TRUE(tiled(qd::DecQ8_0{}, wo::ggml::Q8_0, 2880, 4096))
+      EXPECT_TRUE(grid(qd::DecQ8_0{}, wo::ggml::Q8_0, 2880, 4096).tiled)
           << "Q8_0 2880x4096: the uneven tie runs tiled";
   }
+  if (qd::unit_one_round_enabled() && qd::act_terms() == 2 && qd::device_sm_count() == 132 &&
+      std::find(kPlugin.types.begin(), kPlugin.types.end(), wo::ggml::Q6_K) != kPlugin.types.end())
+    EXPECT_EQ(grid(qd::DecQ6_K{}, wo::ggml::Q6_K, 32064, 3072).rows_per_group, 16)
+        << "Q6_K 32064x3072 (WORKER_UNIT_ONE_ROUND=1): the tied one-round grid (2004 groups of 16 "
+           "rows on 2112 warps)";
 }
 
 // Tile chunks (unit_gemv.cuh, UnitGrid::tile_w) give every row the bits of the contiguous chunks:
