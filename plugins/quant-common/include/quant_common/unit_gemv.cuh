@@ -75,13 +75,6 @@ inline int unit_tiled_ties() {
   return v;
 }
 
-// WORKER_UNIT_ONE_ROUND=1 (opt-in until its GPU tests have run): a plain by-warp grid takes a
-// larger tied group that fits one round (see unit_grid); 0: its smallest tied group.
-inline bool unit_one_round_enabled() {
-  static const bool v = env_int("WORKER_UNIT_ONE_ROUND", 0, 1, 0) != 0;
-  return v;
-}
-
 // The fewest rows whose bytes are whole 16-byte copies (a tiled run's row count is a multiple).
 inline int64_t rows_of_16_bytes(uint64_t row_bytes) {
   int64_t a = 1;
@@ -626,9 +619,11 @@ template <class D> int unit_tile_lanes(int64_t nb, uint64_t row_bytes, uint64_t 
 }
 
 // allow_tied_tiled = false: a tie stays by warp (a staged SwiGLU output needs the by-warp grid).
+// sms: the GPU's SM count (0: this device's), so that the grids of a GPU model can be checked
+// without one (unit_grid_test).
 template <class D>
 UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = true,
-                   bool allow_tied_tiled = true) {
+                   bool allow_tied_tiled = true, int sms = 0) {
   UnitGrid g;
   if constexpr (has_unit<D>()) {
     using T = UnitDot<D>;
@@ -654,7 +649,8 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
     // per group (1440 groups of 3 chunks, one round) rather than 4 (2880 groups of 2 chunks, two).
     // linear_swiglu: a group is wr rows of gate and the same wr rows of up (p.rows: gate's).
     const int64_t problems = p.ids ? p.n_tokens * p.n_slots : 1;
-    const int64_t warps = static_cast<int64_t>(kUnitCtasPerSm) * device_sm_count() * kUnitWarps;
+    const int64_t warps =
+        static_cast<int64_t>(kUnitCtasPerSm) * (sms > 0 ? sms : device_sm_count()) * kUnitWarps;
     const int halves = seg.swiglu ? 2 : 1;
     const int tile_lanes = allow_tiles ? unit_tile_lanes<D>(nb, p.row_bytes, align) : 0;
     // Chunks of a group of `rows` rows (both halves): tiles where they take no more chunks than 32
@@ -738,31 +734,6 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
       }
     }
     if (tiled_only && !g.tiled) return UnitGrid{};
-    // A plain by-warp grid takes a larger group whose chain ties where its groups fit one round
-    // (a warp one group: one reduction and store instead of several). Phi-3's Q6_K LM head (32064 x
-    // 3072): 4-row groups, 8016 on 2112 warps, 4 rounds of 3 chunks -> 16-row groups, 2004, one
-    // round of 12. H100, one call (scratch: the largest tie at any round count), decode tok/s
-    // 622.0/511.2, 622.4/510.3 -> 625.7/511.4, 625.4/512.5; Qwen's Q8_0 LM head took 8-row groups
-    // there (9 rounds of 2 chunks instead of 18 of 1) and lost 0.2%, hence one round only. Opt-in
-    // (WORKER_UNIT_ONE_ROUND=1): the device budget ran out before its GPU tests could run (the
-    // kernels are unchanged; a row's sum should be the same tree of block dots at any group size,
-    // as TiledUnitGridEqualsWarpGroups finds for the tiled grid, but that is not yet checked).
-    if (!g.tiled && g.n_groups > warps && seg.n == 0 && !p.ids && unit_one_round_enabled()) {
-      for (int wr = best * 2; halves * wr <= kUnitMaxRowsPerGroup; wr *= 2) {
-        if (unit_smem_bytes<D>(p.cols, unit_part_floats<D>(p.cols, kUnitWarps * halves * wr)) > kUnitMaxSmem)
-          break;
-        if ((wr * nb) % T::U != 0 || copy_bytes(wr) < 4 || !rows_divide(wr) || p.rows / wr > warps) continue;
-        bool tiles = false;
-        if (chunks_of(halves * wr, tiles) != best_slots) continue;
-        g.n_groups = p.rows / wr;
-        g.rows_per_group = wr;
-        g.units_per_group = static_cast<int>(halves * wr * nb * UnitSplit<T>::value / T::U);
-        g.copy_bytes = copy_bytes(wr);
-        g.tile_w = tiles ? unit_tile_w<D>() : 0;
-        g.part_floats = unit_part_floats<D>(p.cols, kUnitWarps * halves * wr);
-        break;
-      }
-    }
   }
   return g;
 }
