@@ -76,8 +76,8 @@ TEST_F(UnitGrid, Qwen25HalfBillionShapes) {
 
 // Phi-3-mini (Q4_K_M): q/k/v Q5_K 9216 x 3072 is shorter tiled (2 chunks against 3); the Q4_K down
 // projection ties with uneven rounds (3072 one-row groups): tiled; gate/up and o tie with one even
-// round: by warp (gate/up in tile chunks). The Q6_K LM head runs tiled: 132 CTAs of 244 rows
-// (12 chunks a warp, as 4-row warp groups take in 4 rounds of 3), whose partial dots fit.
+// round: by warp (gate/up in tile chunks). The Q6_K LM head ties too (12 chunks a warp either way;
+// 8016 4-row groups on 2112 warps: uneven rounds), so it runs tiled: 132 CTAs of 244 rows.
 TEST_F(UnitGrid, Phi3MiniShapes) {
   EXPECT_TRUE(grid<qd::DecQ5_K>(wo::ggml::Q5_K, 9216, 3072).tiled);
   const auto down4 = grid<qd::DecQ4_K>(wo::ggml::Q4_K, 3072, 8192);

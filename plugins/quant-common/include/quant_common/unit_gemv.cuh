@@ -712,8 +712,8 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
       // 1514.7/1343.0, 1512.4/1340.0 -> 1568.3/1376.9, 1566.6/1377.6 tok/s. Where the rounds are even
       // the tie stays by warp: Phi-3's gate/up (2048 groups, one round of 3 tile chunks) lost tiled
       // (617.0/511.9, 617.3/506.5 -> 606.6/500.7, 606.7/502.0), as Qwen's Q4_K down projection (896
-      // groups, above) did. Plain weights' uneven ties (by this arithmetic Phi-3's Q4_K down
-      // projection, 3072 groups, and GPT-OSS's o projection, 2880) measured +1% at depth 0
+      // groups, above) did. Plain weights' uneven ties (Phi-3's Q4_K down projection, 3072
+      // groups, and Q6_K LM head, 8016; GPT-OSS's o projection, 2880) measured +1% at depth 0
       // (621.9/508.1, 620.3/506.6 -> 628.4/509.2, 625.5/508.7; 544.6/515.4, 550.9/518.6 ->
       // 553.9/516.6, 554.3/519.3) and run tiled too. WORKER_UNIT_TILED_TIES=1: SwiGLU ties only;
       // =0: every tie by warp.
