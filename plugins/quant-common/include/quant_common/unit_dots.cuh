@@ -318,13 +318,17 @@ template <> struct UnitDot<DecQ5_K> : UnitDotK<Q5KUnit> {};
 // them, realigned with one funnel shift from a 2-byte-aligned start: for blocks too large to hold
 // in registers and not 4-byte aligned (Q6_K: 210 bytes). The buffer must have 4 readable bytes past
 // the unit's end.
+// The aligned words are addressed by pointer arithmetic on p, not through an integer: a pointer
+// rebuilt from an integer loses its address space, and the compiler then issued every read as a
+// generic load (LD.E) with 64-bit address arithmetic, 54 per Q6_K half block (cuobjdump -sass);
+// from p itself they stay shared-memory loads (LDS) at immediate offsets from one base.
 struct LazyWords {
   const uint8_t *p;
   QC_HD uint32_t word(int o) const { // 4 bytes at byte offset o (o % 4 == 0 relative to the unit)
 #ifdef __CUDA_ARCH__
-    const auto a = reinterpret_cast<uintptr_t>(p + o);
-    const auto *w = reinterpret_cast<const uint32_t *>(a & ~uintptr_t{3});
-    return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(8 * (a & 3)));
+    const int mis = static_cast<int>(reinterpret_cast<uintptr_t>(p) & 3); // the unit's start past 4 bytes
+    const auto *w = reinterpret_cast<const uint32_t *>(p - mis + o);
+    return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(8 * mis));
 #else
     uint32_t v;
     std::memcpy(&v, p + o, sizeof(v));
