@@ -343,8 +343,12 @@ struct LazyWords {
 // (ql[64h + 32 (k % 2) + l] >> 4 (k / 2)) & 15 | ((qh[32h + l] >> 2k) & 3) << 4, minus 32, times
 // sc[8h + 2k + l / 16] and d (bytes 208-209). The codes go to dp4a as 0..63; the -32 comes back
 // per 16-value sub-block from the staged half sums.
+// QU = 4, not the block's 8 groups: the swizzle key then differs between a block's two halves
+// (lanes 2b and 2b + 1 read groups 4 apart), where with 8 the two lanes of a block read the same
+// bank quads at different addresses, a two-way conflict on every activation load (H100,
+// quant_bench Q6_K 3072x8192 12.98 -> 11.52 us, 32064x3072 37.21 -> 33.85).
 template <> struct UnitDot<DecQ6_K> {
-  static constexpr int U = 1, BYTES = 210, QU = 8, kSplit = 2;
+  static constexpr int U = 1, BYTES = 210, QU = 4, kSplit = 2;
   static constexpr bool kHalfSums = true;
   template <int kTerms = 2, class W> QC_HD static float block(const W &u, int h, const XU<QU> &x, int q) {
     uint32_t qa[8], qb[8], qh[8];
