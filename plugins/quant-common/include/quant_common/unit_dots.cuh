@@ -26,8 +26,9 @@ namespace wo::quant::dev {
 
 // The 16-byte granule g (= 2 * group + half) of the hi or lo terms of a staged row lives at
 // granule_slot(g, QU): the three low bits are XORed with (group / QU) & 7, a function of the
-// 128-byte line only when QU is a multiple of 4, so the map permutes each line. Lanes whose units
-// start QU groups apart then read 8 different bank quads.
+// 128-byte line only when QU is a multiple of 4, so the map permutes each line. Lanes whose reads
+// start QU groups apart then read 8 different bank quads: QU is the groups between neighbouring
+// lanes' reads (a unit's, or for Q6_K, whose blocks two lanes share, a half block's).
 // Unsigned 32-bit index math: a row's groups fit, and signed 64-bit division costs four
 // instructions per block in the dots.
 template <int QU> QC_HD int granule_slot(int g) {
@@ -326,7 +327,7 @@ struct LazyWords {
   const uint8_t *p;
   QC_HD uint32_t word(int o) const { // 4 bytes at byte offset o (o % 4 == 0 relative to the unit)
 #ifdef __CUDA_ARCH__
-    const int mis = static_cast<int>(reinterpret_cast<uintptr_t>(p) & 3); // the unit's start past 4 bytes
+    const int mis = static_cast<int>(reinterpret_cast<uintptr_t>(p) & 3); // bytes past a 4-byte boundary
     const auto *w = reinterpret_cast<const uint32_t *>(p - mis + o);
     return __funnelshift_r(w[0], w[1], static_cast<uint32_t>(8 * mis));
 #else
