@@ -543,6 +543,21 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         Ld::load(chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes + lane / kSplit * T::BYTES, words);
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
           part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_t * kGroupsPerBlock);
+        } else if constexpr (T::U % 4 == 0) {
+          // The unit's dots stored as float4s (16-byte aligned: groups and tiled runs are whole
+          // units, unit_grid): U / 4 stores where U word stores, lanes U floats apart, met each
+          // bank U / 4 ... 8 times (ncu: 79-84% of MXFP4's and Q8_0's store wavefronts were conflicts).
+          const int first = u * T::U;
+          int col = col_t; // the unit's first block column; U <= blocks_per_row
+          float d[T::U];
+#pragma unroll
+          for (int k = 0; k < T::U; ++k) {
+            d[k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
+            col = col + 1 == nb ? 0 : col + 1;
+          }
+#pragma unroll
+          for (int k = 0; k < T::U; k += 4)
+            *reinterpret_cast<float4 *>(part + first + k) = make_float4(d[k], d[k + 1], d[k + 2], d[k + 3]);
         } else {
           const int first = u * T::U;
           int col = col_t; // the unit's first block column; U <= blocks_per_row
