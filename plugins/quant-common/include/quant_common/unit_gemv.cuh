@@ -544,9 +544,10 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
           part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_t * kGroupsPerBlock);
         } else if constexpr (T::U % 4 == 0) {
-          // The unit's dots stored as float4s (16-byte aligned: groups and tiled runs are whole
-          // units, unit_grid): U / 4 stores where U word stores, lanes U floats apart, met each
-          // bank U / 4 ... 8 times (ncu: 79-84% of MXFP4's and Q8_0's store wavefronts were conflicts).
+          // The unit's dots as U / 4 float4 stores (16-byte aligned: groups and tiled runs are
+          // whole units, unit_grid). One word store per block had the lanes, U floats apart, on
+          // 32 / U banks: 4-way (U = 4) or 8-way (U = 8) conflicts (ncu: 79-84% of MXFP4's and
+          // Q8_0's store wavefronts).
           const int first = u * T::U;
           int col = col_t; // the unit's first block column; U <= blocks_per_row
           float d[T::U];
