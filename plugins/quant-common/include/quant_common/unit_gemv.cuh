@@ -543,11 +543,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         Ld::load(chunk_buf + (it & (kUnitStages - 1)) * kChunkBytes + lane / kSplit * T::BYTES, words);
         if constexpr (kSplit > 1) { // lane part u % kSplit of block u / kSplit (column col_u)
           part[u] = T::template block<kTerms>(words, u % kSplit, xu, col_t * kGroupsPerBlock);
-        } else if constexpr (T::U % 4 == 0) {
-          // The unit's dots as U / 4 float4 stores (16-byte aligned: groups and tiled runs are
-          // whole units, unit_grid). One word store per block had the lanes, U floats apart, on
-          // 32 / U banks: 4-way (U = 4) or 8-way (U = 8) conflicts (ncu: 79-84% of MXFP4's and
-          // Q8_0's store wavefronts).
+        } else {
           const int first = u * T::U;
           int col = col_t; // the unit's first block column; U <= blocks_per_row
           float d[T::U];
@@ -556,16 +552,18 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
             d[k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
             col = col + 1 == nb ? 0 : col + 1;
           }
+          if constexpr (T::U % 4 == 0) {
+            // U / 4 float4 stores (16-byte aligned: groups and tiled runs are whole units,
+            // unit_grid). One word store per block had the lanes, U floats apart, on 32 / U
+            // banks: 4-way (U = 4) or 8-way (U = 8) conflicts (ncu: 79-84% of MXFP4's and Q8_0's
+            // store wavefronts).
 #pragma unroll
-          for (int k = 0; k < T::U; k += 4)
-            *reinterpret_cast<float4 *>(part + first + k) = make_float4(d[k], d[k + 1], d[k + 2], d[k + 3]);
-        } else {
-          const int first = u * T::U;
-          int col = col_t; // the unit's first block column; U <= blocks_per_row
+            for (int k = 0; k < T::U; k += 4)
+              *reinterpret_cast<float4 *>(part + first + k) = make_float4(d[k], d[k + 1], d[k + 2], d[k + 3]);
+          } else {
 #pragma unroll
-          for (int k = 0; k < T::U; ++k) {
-            part[first + k] = T::template block<kTerms>(words, k, xu, col * kGroupsPerBlock);
-            col = col + 1 == nb ? 0 : col + 1;
+            for (int k = 0; k < T::U; ++k)
+              part[first + k] = d[k];
           }
         }
       }
