@@ -121,4 +121,39 @@ TEST_F(UnitGrid, FollowsTheSmCount) {
   EXPECT_EQ(g.n_groups, 111);
 }
 
+// Units of 4 or 8 blocks (Q8_0, Q5_0, MXFP4) store their block dots as float4s (gemv_units_kernel),
+// so every unit's first partial dot must sit on 16 bytes in shared memory, whatever the weight's
+// shape: the partial dots start after the staged activations, a by-warp grid's warps hold
+// kHalves x rows_per_group x blocks_per_row floats each, and unit u's dots start at float u U. A
+// grid rule that broke this would fault with a misaligned address on some user's file, not on the
+// three models. Checked for every shape the sweep gives a grid (plain and gate/up, 132 and 114 SMs).
+template <class D> void expect_float4_units(uint32_t type) {
+  constexpr int kU = qd::UnitDot<D>::U;
+  static_assert(kU % 4 == 0, "the float4 stores are for units of a multiple of 4 blocks");
+  int grids = 0;
+  for (const int64_t cols : {32, 96, 128, 160, 288, 896, 1024, 1056, 2880, 3072, 4864, 8192})
+    for (const int64_t rows : {1, 3, 4, 7, 8, 9, 36, 100, 896, 1000, 2880, 4096, 151936})
+      for (const bool swiglu : {false, true})
+        for (const int sms : {kH100Sms, 114}) {
+          const auto g = grid<D>(type, rows, cols, swiglu, sms);
+          if (g.n_groups == 0) continue;
+          ++grids;
+          const int halves = swiglu ? 2 : 1;
+          ASSERT_EQ(qd::unit_stage_bytes(cols) % 16, 0u) << cols << " columns";
+          const int64_t per_warp = g.tiled ? 0 : int64_t{halves} * g.rows_per_group * g.blocks_per_row;
+          for (int warp = 0; warp < qd::kUnitWarps; ++warp)
+            ASSERT_EQ((warp * per_warp * 4) % 16, 0)
+                << rows << " x " << cols << (swiglu ? " gate/up" : "") << ", " << sms << " SMs: warp " << warp
+                << "'s partial dots start off 16 bytes (" << g.rows_per_group << " rows of "
+                << g.blocks_per_row << " blocks a group)";
+          ASSERT_EQ(g.units_per_group * kU % 4, 0) << rows << " x " << cols;
+        }
+  EXPECT_GT(grids, 50) << "the sweep should reach the unit kernel for most shapes";
+}
+TEST(UnitGridAlignment, FourBlockUnitsKeepTheirDotsOnSixteenBytes) {
+  expect_float4_units<qd::DecQ8_0>(wo::ggml::Q8_0);
+  expect_float4_units<qd::DecQ5_0>(wo::ggml::Q5_0);
+  expect_float4_units<qd::DecMXFP4>(wo::ggml::MXFP4);
+}
+
 } // namespace
