@@ -11,7 +11,7 @@ change to a kernel's address arithmetic is cheap; `ptxas -v` reports spills but 
 usage: tools/dev/sass_memory_ops.py BINARY [--filter REGEX] [--all]
   e.g. tools/dev/sass_memory_ops.py build/plugins/quant-ggml.so --filter gemv_units
 Prints one line per kernel with generic or local memory instructions (--all: every kernel):
-  generic  local  instructions  name
+  generic  local  instr  kernel   (instr: the kernel's instruction count)
 Needs cuobjdump on PATH (the CUDA toolkit's, or the nvidia-cuda-cuobjdump wheel from PyPI).
 Standard library only.
 """

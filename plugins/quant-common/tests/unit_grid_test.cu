@@ -140,13 +140,13 @@ template <class D> void expect_float4_units(uint32_t type) {
           ++grids;
           const int halves = swiglu ? 2 : 1;
           ASSERT_EQ(qd::unit_stage_bytes(cols) % 16, 0u) << cols << " columns";
+          // warp w's partial dots start w x per_warp floats in (tiled: one region at 0); a unit's at
+          // u U floats more, on 16 bytes by the static_assert above
           const int64_t per_warp = g.tiled ? 0 : int64_t{halves} * g.rows_per_group * g.blocks_per_row;
-          for (int warp = 0; warp < qd::kUnitWarps; ++warp)
-            ASSERT_EQ((warp * per_warp * 4) % 16, 0)
-                << rows << " x " << cols << (swiglu ? " gate/up" : "") << ", " << sms << " SMs: warp " << warp
-                << "'s partial dots start off 16 bytes (" << g.rows_per_group << " rows of "
-                << g.blocks_per_row << " blocks a group)";
-          ASSERT_EQ(g.units_per_group * kU % 4, 0) << rows << " x " << cols;
+          ASSERT_EQ(per_warp * 4 % 16, 0)
+              << rows << " x " << cols << (swiglu ? " gate/up" : "") << ", " << sms
+              << " SMs: warp 1's partial dots start off 16 bytes (" << g.rows_per_group << " rows of "
+              << g.blocks_per_row << " blocks a group)";
         }
   EXPECT_GT(grids, 50) << "the sweep should reach the unit kernel for most shapes";
 }
