@@ -87,6 +87,18 @@ template <int kR> __device__ inline void load_probs(const float *p, float (&pg)[
   }
 }
 
+// The merge's pass 2 (below): parts of the states whose partial sums add in part order, for a block
+// of kR rows and n4 output quads merging `used` states: kWarps parts (fewer where the threads run
+// out), more for one row where kWarps would leave a part more than kMergeBatch states (Qwen2.5's 33),
+// up to what red_s and the threads hold.
+template <int kR> __device__ inline int merge_parts(int hd, int n4, int used) {
+  int parts = max(1, min(kWarps, kThreads / n4));
+  if constexpr (kR == 1) // (the other instances' code as before: their cap is kWarps)
+    parts = min(max(1, min(merge_parts_cap(kR, hd), kThreads / n4)),
+                max(parts, (used + kMergeBatch - 1) / kMergeBatch));
+  return parts;
+}
+
 // Floats per partial state: acc[hd], m, l, padded to 16 bytes.
 __host__ __device__ inline int64_t split_state_floats(int32_t hd) { return hd + 4; }
 
@@ -433,6 +445,27 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // Merge in split order. Per head: max over the non-empty states and the sink, factors
   // e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states
   // come from other SMs: L2 reads (__ldcg).
+  // One row of head_dim > 64 (Phi-3): where every thread has one (part, quad) of pass 2 and one
+  // batch, its states' quads load here, before pass 1's (m, l), which they do not depend on: both
+  // passes' loads are one L2 round trip instead of two. Not the head_dim <= 64 instance: at its 80
+  // registers (six blocks per SM) ptxas spilled the quads to local memory, and the spill stores
+  // waited for the loads before pass 1's were issued (the SASS; the seventeenth session's loss).
+  constexpr bool kEarly2 = kR == 1 && kPairs > 1;
+  float4 a2[kEarly2 ? kMergeBatch : 1];
+  bool early2 = false;
+  if constexpr (kEarly2) {
+    const int n4 = G * (hd / 4), parts = merge_parts<kR>(hd, n4, r.used), per = (r.used + parts - 1) / parts;
+    early2 = parts * n4 <= kThreads && per <= kMergeBatch;
+    if (early2 && tid < parts * n4) {
+      const int p = tid / n4, q4 = tid - p * n4, g = q4 / (hd / 4), d4 = q4 - g * (hd / 4);
+      const float4 *hg =
+          reinterpret_cast<const float4 *>(ws_t + static_cast<int64_t>(g) * k.n_splits * state) + d4;
+      const int s0 = p * per, s_hi = min(r.used, (p + 1) * per);
+#pragma unroll
+      for (int j = 0; j < kMergeBatch; ++j)
+        if (s0 + j < s_hi) a2[j] = __ldcg(hg + (s0 + j) * (state / 4));
+    }
+  }
   for (int g = warp; g < G; g += kWarps) {
     const float *hg = ws_t + static_cast<int64_t>(g) * k.n_splits * state + hd;
     float ms[2], ls[2];
@@ -466,13 +499,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // is one L2 round trip (a loop over r.used, one quad per thread, was ~used / 16 round trips plus
   // one dependent load per state of the remainder: all of Phi-3's 12). The partial sums go where
   // the value sums were (red_s holds merge_parts_cap x G hd floats; this block's were stored above).
-  // kWarps parts (fewer where the threads run out), more where kWarps would leave a part more than
-  // kMergeBatch states (Qwen2.5's 33), up to what red_s and the threads hold.
   const int hd4 = hd / 4, n4 = G * hd4;
-  int parts = max(1, min(kWarps, kThreads / n4));
-  if constexpr (kR == 1) // (the other instances' code as before: their cap is kWarps)
-    parts = min(max(1, min(merge_parts_cap(kR, hd), kThreads / n4)),
-                max(parts, (r.used + kMergeBatch - 1) / kMergeBatch));
+  const int parts = merge_parts<kR>(hd, n4, r.used);
   const int per = (r.used + parts - 1) / parts;
   const int64_t stride4 = state / 4;
   float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
@@ -483,17 +511,27 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const float *eg = e_s + g * kMaxSplits;
     const int s_hi = min(r.used, (p + 1) * per);
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = p * per; s0 < s_hi; s0 += kMergeBatch) {
-      float4 a[kMergeBatch];
-#pragma unroll
-      for (int j = 0; j < kMergeBatch; ++j)
-        if (s0 + j < s_hi) a[j] = __ldcg(hg + (s0 + j) * stride4);
+    if (early2) { // (i == tid) the one batch loaded before pass 1, the same sums
+      const int s0 = p * per;
 #pragma unroll
       for (int j = 0; j < kMergeBatch; ++j)
         if (s0 + j < s_hi) {
           const float e = eg[s0 + j];
-          o.x += a[j].x * e, o.y += a[j].y * e, o.z += a[j].z * e, o.w += a[j].w * e;
+          o.x += a2[j].x * e, o.y += a2[j].y * e, o.z += a2[j].z * e, o.w += a2[j].w * e;
         }
+    } else {
+      for (int s0 = p * per; s0 < s_hi; s0 += kMergeBatch) {
+        float4 a[kMergeBatch];
+#pragma unroll
+        for (int j = 0; j < kMergeBatch; ++j)
+          if (s0 + j < s_hi) a[j] = __ldcg(hg + (s0 + j) * stride4);
+#pragma unroll
+        for (int j = 0; j < kMergeBatch; ++j)
+          if (s0 + j < s_hi) {
+            const float e = eg[s0 + j];
+            o.x += a[j].x * e, o.y += a[j].y * e, o.z += a[j].z * e, o.w += a[j].w * e;
+          }
+      }
     }
     part_s[i] = o;
   }
