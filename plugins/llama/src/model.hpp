@@ -67,6 +67,13 @@ private:
   bool try_fused(int32_t op, int32_t k, const wo_tensor *const *w, const float *x, float *const *y,
                  const wo_linear_fusion &f, int layer);
   void cuda(int err, const char *what, int layer) const;
+  // Decode's L2 side branch: after layer il's q/k/v pass, a kernel on side_ asks L2 for the
+  // layer's gate and up weights while attention and the o projection leave DRAM idle (the gate/up
+  // pass's CTAs hold whole SMs, so they cannot load their weights beside o's); side_join joins the
+  // branch back before the step's LM head. On where gate and up take at most a quarter of L2
+  // (WORKER_L2_SIDE=0: off, 1: on for any size).
+  void side_prefetch(int il);
+  void side_join();
   // Throws the host service's failure, naming the tensor, token count and layer.
   [[noreturn]] void host_failed(wo_status s, const char *service, const wo_tensor *w, int64_t n,
                                 int layer) const;
@@ -78,6 +85,10 @@ private:
   uint32_t flags_;
   void *stream_;
   bool residual_pending_ = false; // the o buffer holds a delta not yet added to x (see normed_linear)
+  bool l2_side_ = false;          // side_prefetch's branch is on
+  void *side_ = nullptr;          // cudaStream_t of the side branch
+  void *fork_ = nullptr, *join_ = nullptr; // cudaEvent_t
+  bool side_forked_ = false;               // a branch is out since the last side_join
 
   // Session state.
   int64_t n_ctx_ = 0;

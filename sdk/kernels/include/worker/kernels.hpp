@@ -119,6 +119,20 @@ cudaError_t kv_write(const float *k, const float *v, __half *k_cache, __half *v_
                      int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, cudaStream_t stream,
                      int64_t src_stride = 0, const int32_t *positions = nullptr);
 
+// ---- L2 hints ------------------------------------------------------------------------------------
+
+// Byte ranges of device memory (null / zero-sized entries: none).
+struct L2Ranges {
+  static constexpr int kMax = 4;
+  const void *p[kMax] = {};
+  uint64_t bytes[kMax] = {};
+};
+// Asks L2 for the ranges' lines on `blocks` blocks and returns: a hint, nothing waits for the data
+// and nothing is written. For a side stream of a decode graph (forked after a kernel, joined before
+// the graph ends), so that weights a later kernel reads arrive while the chain leaves DRAM idle.
+// cudaErrorInvalidValue: blocks outside 1..4096, a range without a pointer or over 4 GiB.
+cudaError_t l2_prefetch(const L2Ranges &ranges, int blocks, cudaStream_t stream);
+
 // ---- fused kernels (the plain ones above stay the reference and the WO_ARCH_UNFUSED path) ------
 
 // Residual add fused with the next norm: x[r] += delta[r]; y[r] = rms_norm(x[r]) * w.
