@@ -16,7 +16,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <random>
+#include <string>
 
 namespace wo::testing {
 namespace {
@@ -108,6 +111,52 @@ TEST_P(DecodeGraph, ReplayMatchesLaunchedKernelsAcrossBucketsAndSessions) {
     graphed.end_session();
     EXPECT_EQ(graphed.decode_graphs(), 0u) << "captures hold the session's addresses: none replays after it";
   }
+}
+
+// The llama plugin's L2 side branch (WORKER_L2_SIDE, read when the model loads): a second stream
+// forked after each layer's q/k/v pass and joined before the LM head, whose kernel only asks L2 for
+// weights. With it forced on and off, the replayed graphs must give the same bits at every
+// position (the same kernels on the same grids), and the branched step must still capture once per
+// bucket. (Architectures without the branch run the same check trivially.)
+TEST_P(DecodeGraph, L2SideBranchChangesNoBits) {
+  const char *saved = std::getenv("WORKER_L2_SIDE");
+  const std::string saved_value = saved ? saved : "";
+  wo::engine::Engine without, with;
+  ::setenv("WORKER_L2_SIDE", "0", 1);
+  without.load(options(true));
+  ::setenv("WORKER_L2_SIDE", "1", 1);
+  with.load(options(true));
+  if (saved)
+    ::setenv("WORKER_L2_SIDE", saved_value.c_str(), 1);
+  else
+    ::unsetenv("WORKER_L2_SIDE");
+  const int64_t nv = without.vocab_size();
+  std::mt19937 rng(std::random_device{}());
+  std::vector<int32_t> prompt(40);
+  for (auto &t : prompt)
+    t = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(nv - 3));
+  DeviceInt id_without, id_with;
+  without.begin_session(600);
+  with.begin_session(600);
+  without.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+  with.forward(prompt.data(), static_cast<int64_t>(prompt.size()), 0, false);
+  int32_t next = argmax(without.logits_host());
+  // Positions 40..299: both the 256 and the 512 bucket's captures replay.
+  for (int64_t pos = static_cast<int64_t>(prompt.size()); pos < 300; ++pos) {
+    id_without.set(next);
+    id_with.set(next);
+    without.forward(id_without.p, 1, pos, false, true);
+    with.forward(id_with.p, 1, pos, false, true);
+    const auto a = without.logits_host(), b = with.logits_host();
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+        << GetParam() << ": the side branch changed the logits at pos " << pos;
+    next = argmax(a);
+  }
+  EXPECT_EQ(with.decode_graphs(), 2u) << "one capture per bucket (256, 512) with the branch";
+  EXPECT_EQ(without.decode_graphs(), 2u);
+  without.end_session();
+  with.end_session();
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DecodeGraph,
