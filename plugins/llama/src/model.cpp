@@ -193,20 +193,16 @@ void Model::side_prefetch(int il) {
   k::L2Ranges r;
   int n = 0;
   for (const wo_tensor *t : {L.gate, L.up}) // (fused gate/up: L.up holds both)
-    if (t && t->data) r.p[n] = t->data, r.bytes[n] = t->nbytes, ++n;
-  if (!n) return;
+    if (t) r.p[n] = t->data, r.bytes[n] = t->nbytes, ++n;
   auto st = static_cast<cudaStream_t>(stream_), side = static_cast<cudaStream_t>(side_);
   auto fork = static_cast<cudaEvent_t>(fork_);
   cuda(cudaEventRecord(fork, st), "L2 side branch: fork", il);
   cuda(cudaStreamWaitEvent(side, fork, 0), "L2 side branch: fork", il);
-  side_forked_ = true;
   // 4 blocks of 32 slices (~47 KB each for Qwen2.5): 2, 4 and 8 blocks within 1%, H100.
   cuda(k::l2_prefetch(r, 4, side), "L2 side branch: prefetch", il);
 }
 
 void Model::side_join() {
-  if (!side_forked_) return;
-  side_forked_ = false;
   auto join = static_cast<cudaEvent_t>(join_);
   cuda(cudaEventRecord(join, static_cast<cudaStream_t>(side_)), "L2 side branch: join", -1);
   cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream_), join, 0), "L2 side branch: join", -1);
@@ -434,9 +430,9 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
   wo_status s = h->gather_rows(h->ctx, w_.token_embd, ids, n, b.x, WO_DTYPE_F32);
   if (s != WO_OK) host_failed(s, "gather_rows", w_.token_embd, n, -1);
   residual_pending_ = false;
-  side_forked_ = false; // (a branch of a failed chunk went with its capture or has run)
 
   auto f32 = [](const wo_tensor *t) { return t ? static_cast<const float *>(t->data) : nullptr; };
+  const bool side = n == 1 && fuse && l2_side_; // this chunk forks and joins the L2 side branch
   const uint64_t layer_kv = static_cast<uint64_t>(n_ctx_) * KVD; // halves per K (or V) per layer
   for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) {
     const LayerWeights &L = w_.layers[il];
@@ -457,7 +453,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     }
     // After the q/k/v pass, not before: the fork waits for its kernel's completion, and the q/k/v
     // weights' own loads would share DRAM with the branch's (+0.9% against +1.6%, H100).
-    if (n == 1 && fuse && l2_side_) side_prefetch(il);
+    if (side) side_prefetch(il);
     if (fuse) {
       k::QkvRopeCache a;
       a.q = q, a.k = kk, a.v = v;
@@ -485,7 +481,7 @@ void Model::run_chunk(const int32_t *ids, int64_t n, int64_t pos, float *logits,
     feed_forward(L, n, il);
   }
 
-  side_join();
+  if (side) side_join();
   // The last FFN residual is only needed for the rows whose logits are wanted.
   if (!logits) return; // an earlier prefill chunk when only the last position's logits are wanted
   const int64_t n_out = logits_all ? n : 1;

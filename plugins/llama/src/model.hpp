@@ -88,7 +88,6 @@ private:
   bool l2_side_ = false;          // side_prefetch's branch is on
   void *side_ = nullptr;          // cudaStream_t of the side branch
   void *fork_ = nullptr, *join_ = nullptr; // cudaEvent_t
-  bool side_forked_ = false;               // a branch is out since the last side_join
 
   // Session state.
   int64_t n_ctx_ = 0;
