@@ -36,9 +36,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
 constexpr int kMergeBatch = 8;      // split states a merging thread loads at once
-// Parts of the merge's pass 2 that red_s holds (below): twice kWarps for one row of head_dim <= 64,
-// so that a query's states fit one batch per thread (Qwen2.5 at depth 2048: 33 splits, 4 parts of 9
-// states took two batches, two L2 round trips); wider heads have no threads for more parts.
+// Parts of the merge's sums that red_s holds (below): twice kWarps for one row of head_dim <= 64
+// (merge_one_pass: Qwen2.5's 33 states at depth 2048 in 8 parts of at most 5, one batch of loads per
+// thread), kWarps for wider heads, which have no threads for more parts.
 __host__ __device__ constexpr int merge_parts_cap(int kr, int hd) {
   return kr == 1 && hd <= 64 ? 2 * kWarps : kWarps;
 }
@@ -89,8 +89,8 @@ template <int kR> __device__ inline void load_probs(const float *p, float (&pg)[
 
 // The merge's pass 2 (below): parts of the states whose partial sums add in part order, for a block
 // of kR rows and n4 output quads merging `used` states: kWarps parts (fewer where the threads run
-// out), more for one row where kWarps would leave a part more than kMergeBatch states (Qwen2.5's 33),
-// up to what red_s and the threads hold.
+// out), more for one row where kWarps would leave a part more than kMergeBatch states, up to what
+// red_s and the threads hold.
 template <int kR> __device__ inline int merge_parts(int hd, int n4, int used) {
   int parts = max(1, min(kWarps, kThreads / n4));
   if constexpr (kR == 1) // (the other instances' code as before: their cap is kWarps)
@@ -132,6 +132,105 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
     vd[2 * i] = __float2half_rn(v0), vd[2 * i + 1] = __float2half_rn(v1);
   }
   __syncthreads();
+}
+
+// The split merge of the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) in one pass over the
+// states: thread (part p, quad q4) loads its part's states' (m, l) together with their quads and sums
+// the quads against the part's own max; after one barrier, each output quad's thread loads every
+// part's (m, l) and sum at once and combines them against the largest max (and the sink). The
+// two-pass merge (the other instances, below) first reads every state's (m, l) for the global max,
+// then the quads: two dependent L2 round trips with one warp's reductions and a barrier between
+// them; holding the quads across pass 1 instead spilled at this instance's 80 registers.
+// H100 (one call, six rounds against the two-pass merge): attention_bench qwen depth 512 / 2048
+// 5.90 -> 5.51 / 6.96 -> 6.83 us, oss-full 7.29 -> 6.97 / 13.28 -> 12.80 us; Qwen2.5 decode even at
+// depth 0, +1.3% at 512, +0.6% at 2048 (1420.0 -> 1427.9 tok/s, means); gpt-oss even.
+// Up to merge_parts_cap parts of at most kOnePassBatch states each take one batch of loads (64
+// states in 8 parts take two, rescaled as they come). Sums in split order within a part and in part
+// order after: the bits depend on `used` alone, never on which split finished last.
+// pm_s / pl_s: each part's (m, l) per head, [parts][G] each, in the merge factors' room (e_s).
+constexpr int kOnePassBatch = 5; // states a thread loads at once: Qwen2.5's 33 over 8 parts in one batch
+__device__ __forceinline__ void merge_one_pass(const AttnConsts &k, const float *ws_t, int32_t h0, int32_t G,
+                                               int32_t used, float *e_s, float *red_s, float *out_t) {
+  const int tid = threadIdx.x;
+  const int32_t hd = k.head_dim, hd4 = hd / 4, n4 = G * hd4;
+  const int parts = max(1, min(min(merge_parts_cap(1, hd), kThreads / n4), used));
+  const int per = (used + parts - 1) / parts;
+  const int64_t state = split_state_floats(hd);
+  float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
+  float *pm_s = e_s, *pl_s = e_s + kMaxSplits / 2;    // [parts][G] each (parts x G <= kMaxSplits / 2)
+  for (int i = tid; i < parts * n4; i += kThreads) {
+    const int p = i / n4, q4 = i - p * n4, g = q4 / hd4, d4 = q4 - g * hd4;
+    const float *hg = ws_t + static_cast<int64_t>(g) * k.n_splits * state;
+    const int s_hi = min(used, (p + 1) * per);
+    float m = -INFINITY, l = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s0 = p * per; s0 < s_hi; s0 += kOnePassBatch) {
+      float4 a[kOnePassBatch];
+      float2 ml[kOnePassBatch]; // (m, l) of the state
+#pragma unroll
+      for (int j = 0; j < kOnePassBatch; ++j)
+        if (s0 + j < s_hi) {
+          const float *st = hg + static_cast<int64_t>(s0 + j) * state;
+          a[j] = __ldcg(reinterpret_cast<const float4 *>(st) + d4);
+          ml[j] = __ldcg(reinterpret_cast<const float2 *>(st + hd));
+        }
+      float m_new = m;
+#pragma unroll
+      for (int j = 0; j < kOnePassBatch; ++j)
+        if (s0 + j < s_hi && ml[j].y > 0.0f) m_new = fmaxf(m_new, ml[j].x);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      const float c = expf(m - m_use); // 0 before the first non-empty state (m = -inf)
+      l *= c, o.x *= c, o.y *= c, o.z *= c, o.w *= c;
+#pragma unroll
+      for (int j = 0; j < kOnePassBatch; ++j)
+        if (s0 + j < s_hi && ml[j].y > 0.0f) {
+          const float e = expf(ml[j].x - m_use);
+          l += ml[j].y * e;
+          o.x += a[j].x * e, o.y += a[j].y * e, o.z += a[j].z * e, o.w += a[j].w * e;
+        }
+      m = m_new;
+    }
+    part_s[i] = o;
+    if (d4 == 0) pm_s[p * G + g] = m, pl_s[p * G + g] = l;
+  }
+  __syncthreads();
+  // Whole warps take each round (the staging's shuffles): 8 lanes hold a group of 32 outputs.
+  for (int base = 0; base < n4; base += kThreads) {
+    const int q4 = base + tid;
+    const bool on = q4 < n4; // whole groups of 8 lanes (n4 = G hd / 4, hd % 32 == 0 where staged)
+    const int g = on ? q4 / hd4 : 0, d4 = q4 - g * hd4;
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (on) { // every part's (m, l) and sums loaded at once (unrolled to the most parts), then combined
+      constexpr int kMostParts = merge_parts_cap(1, 64);
+      float pm[kMostParts], pl[kMostParts];
+      float4 pa[kMostParts];
+#pragma unroll
+      for (int p = 0; p < kMostParts; ++p) {
+        pl[p] = p < parts ? pl_s[p * G + g] : 0.0f;
+        pm[p] = p < parts ? pm_s[p * G + g] : -INFINITY;
+        pa[p] = p < parts ? part_s[p * n4 + q4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+      float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
+#pragma unroll
+      for (int p = 0; p < kMostParts; ++p)
+        if (pl[p] > 0.0f) big = fmaxf(big, pm[p]);
+      float den = k.sinks ? expf(k.sinks[h0 + g] - big) : 0.0f;
+      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int p = 0; p < kMostParts; ++p)
+        if (pl[p] > 0.0f) {
+          const float e = expf(pm[p] - big);
+          den += pl[p] * e;
+          o.x += pa[p].x * e, o.y += pa[p].y * e, o.z += pa[p].z * e, o.w += pa[p].w * e;
+        }
+      const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+      v[0] = o.x * inv, v[1] = o.y * inv, v[2] = o.z * inv, v[3] = o.w * inv;
+      reinterpret_cast<float4 *>(out_t + static_cast<int64_t>(h0 + g) * hd)[d4] =
+          make_float4(v[0], v[1], v[2], v[3]);
+    }
+    if (k.staged) // (warp-uniform)
+      wo::staged::write_group<4>(v, static_cast<int64_t>(h0 + g) * hd + 4 * d4, on, k.staged, k.staged_cols);
+  }
 }
 
 // A block serves rows (query t0 + r / G, head h0 + r % G) for r < R: the KV head's G query heads
@@ -441,16 +540,19 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   }
   // The last split to finish (a counter per query and block row of heads) merges.
   if (!last_block_to_arrive(k.counters + t * gridDim.y + blockIdx.y, static_cast<unsigned>(r.used))) return;
+  if constexpr (kR == 1 && kPairs == 1) {
+    merge_one_pass(k, ws_t, h0, G, r.used, e_s, red_s, out + t * k.out_stride);
+    return;
+  }
 
-  // Merge in split order. Per head: max over the non-empty states and the sink, factors
-  // e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states
-  // come from other SMs: L2 reads (__ldcg).
-  // One row of head_dim > 64 (Phi-3): where every thread has one (part, quad) of pass 2 and one
-  // batch, its states' quads load here, before pass 1's (m, l), which they do not depend on: both
-  // passes' loads are one L2 round trip instead of two. Not the head_dim <= 64 instance: at its 80
-  // registers (six blocks per SM) ptxas spilled the quads to local memory, and the spill stores
-  // waited for the loads before pass 1's were issued (the SASS; the seventeenth session's loss).
-  // H100: attention_bench phi3 depth 2048 17.1 -> 16.6 us, Phi-3 decode +0.4% at depth 2048.
+  // (The other instances.) Merge in split order. Per head: max over the non-empty states and the sink,
+  // factors e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states come
+  // from other SMs: L2 reads (__ldcg). One row of head_dim > 64 (Phi-3): where every thread has one (part,
+  // quad) of pass 2 and one batch, its states' quads load here, before pass 1's (m, l), which they do not
+  // depend on: both passes' loads are one L2 round trip instead of two. Not the head_dim <= 64 instance: at
+  // its 80 registers (six blocks per SM) ptxas spilled the quads to local memory, and the spill stores waited
+  // for the loads before pass 1's were issued (the SASS; the seventeenth session's loss). H100:
+  // attention_bench phi3 depth 2048 17.1 -> 16.6 us, Phi-3 decode +0.4% at depth 2048.
   constexpr bool kEarly2 = kR == 1 && kPairs > 1;
   float4 early_quads[kEarly2 ? kMergeBatch : 1]; // this thread's (part, quad) of pass 2, one batch
   bool early2 = false;
