@@ -229,10 +229,11 @@ int32_t choose_splits(const AttentionParams &p, int64_t state_floats) {
 
 int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim) {
   if (n_tokens <= 0 || n_heads <= 0 || head_dim <= 0) return 0;
-  // Per state the grouped kernel's acc[head_dim], m, l padded to 16 bytes (the general kernel's
-  // m, l, acc[head_dim] fit in it).
-  return detail::attn_counter_floats(n_heads) +
-         std::min(n_tokens, kMaxSplitTokens) * n_heads * static_cast<int64_t>(kMaxSplits) * (4 + head_dim);
+  // Per state the grouped kernel's largest (detail::max_state_floats; the general kernel's m, l,
+  // acc[head_dim] fit in it).
+  return detail::attn_counter_floats(n_heads) + std::min(n_tokens, kMaxSplitTokens) * n_heads *
+                                                    static_cast<int64_t>(kMaxSplits) *
+                                                    detail::max_state_floats(head_dim);
 }
 
 cudaError_t attention_workspace_clear(float *workspace, int64_t workspace_floats, cudaStream_t stream) {

@@ -46,9 +46,10 @@ struct AttnConsts {
   const float *sinks;
   const int32_t *positions;  // device positions (graph mode), else nullptr: pos0 / n_kv are exact
   float *ws;                 // partial states [n_tokens][n_heads][n_splits] (when n_splits > 1): general
-                             // kernel {m, l, acc[hd]}, grouped kernel {acc[hd], m, l, pad, pad}
+                             // kernel {m, l, acc[hd]}, grouped kernel {acc[hd], m, l, pad, pad}; its
+                             // tagged instance [n_tokens][n_heads][kMaxSplits] of 64-bit words
   unsigned *counters;        // [kMaxSplitTokens][n_kv_heads * head_parts]: finished splits (grouped kernel),
-                             // zero between calls
+                             // zero between calls; the one-row head_dim <= 64 instance's epochs instead
   int64_t n_tokens;          // grouped kernel: the call's queries
   int32_t queries_per_block; // grouped kernel: consecutive queries a block serves (1 with splits)
   int32_t head_parts;     // grouped kernel: blocks that share a KV head's group of heads (1 without splits)
@@ -66,6 +67,18 @@ struct AttnConsts {
 // Whether the grouped kernel writes the staged row itself: a warp's (or 8 lanes') group of 32
 // outputs lies in one head only where head_dim is a multiple of 32; otherwise stage_row after it.
 inline bool grouped_kernel_stages(int32_t head_dim) { return head_dim % wo::staged::kGroup == 0; }
+
+// Floats per split state in the workspace: the grouped kernel's {acc[hd], m, l} padded to 16 bytes;
+// its one-row head_dim <= 64 instance stores each of those values as a tagged 64-bit word
+// (attention_grouped.cu, merge_tagged), 16-byte rows since head_dim is a multiple of 8.
+__host__ __device__ inline int64_t split_state_floats(int32_t hd) { return hd + 4; }
+__host__ __device__ inline int64_t tagged_state_floats(int32_t hd) {
+  return 2 * (static_cast<int64_t>(hd) + 2);
+}
+// The most either takes (attention_workspace_floats sizes for it).
+__host__ __device__ inline int64_t max_state_floats(int32_t hd) {
+  return hd <= 64 ? max(split_state_floats(hd), tagged_state_floats(hd)) : split_state_floats(hd);
+}
 
 // Workspace layout: the split counters first (their own 256 bytes per 64 heads, a multiple of 16
 // bytes so the states that follow stay aligned), then the partial states.

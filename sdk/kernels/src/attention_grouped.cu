@@ -13,10 +13,11 @@
 //   softmax  one warp per row: the tile's max joins the running max, probabilities replace scores;
 //   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
 // The four warps' value sums are added in warp order. With one split the block writes the output.
-// With several (decode), each writes its partial state (m, l, acc) to the workspace and the last
-// split to finish (a counter per query and block row of heads, which that block resets to zero)
-// merges the states in split order: the bits do not depend on which split finished last, and no
-// merge kernel runs.
+// With several (decode), each writes its partial state (m, l, acc) to the workspace and one block
+// merges the states in split order (the bits do not depend on which split finished last, and no
+// merge kernel runs): in the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) split 0, reading
+// states whose every word carries the call's tag (merge_tagged); in the others the last split to
+// finish (a counter per query and block row of heads, which that block resets to zero).
 #include "attention_common.cuh"
 
 #include <worker/staged_x.cuh>
@@ -36,9 +37,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
 constexpr int kMergeBatch = 8;      // split states a merging thread loads at once
-// Parts of the merge's sums that red_s holds (below): twice kWarps for one row of head_dim <= 64
-// (merge_one_pass: Qwen2.5's 33 states at depth 2048 in 8 parts of at most 5, one batch of loads per
-// thread), kWarps for wider heads, which have no threads for more parts.
+// Parts of the merge's pass 2 that red_s holds (below): twice kWarps for one row of head_dim <= 64
+// (merge_tagged needs kWarps x (hd + 2) of it), kWarps for wider heads, which have no threads for
+// more parts.
 __host__ __device__ constexpr int merge_parts_cap(int kr, int hd) {
   return kr == 1 && hd <= 64 ? 2 * kWarps : kWarps;
 }
@@ -99,9 +100,6 @@ template <int kR> __device__ inline int merge_parts(int hd, int n4, int used) {
   return parts;
 }
 
-// Floats per partial state: acc[hd], m, l, padded to 16 bytes.
-__host__ __device__ inline int64_t split_state_floats(int32_t hd) { return hd + 4; }
-
 __device__ inline void unpack8(const uint4 raw, float f[8]) {
   const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
 #pragma unroll
@@ -134,102 +132,151 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
   __syncthreads();
 }
 
-// The split merge of the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) in one pass over the
-// states: thread (part p, quad q4) loads its part's states' (m, l) together with their quads and sums
-// the quads against the part's own max; after one barrier, each output quad's thread loads every
-// part's (m, l) and sum at once and combines them against the largest max (and the sink). The
-// two-pass merge (the other instances, below) first reads every state's (m, l) for the global max,
-// then the quads: two dependent L2 round trips with one warp's reductions and a barrier between
-// them; holding the quads across pass 1 instead spilled at this instance's 80 registers.
-// H100 (one call, six rounds against the two-pass merge): attention_bench qwen depth 512 / 2048
-// 5.90 -> 5.51 / 6.96 -> 6.83 us, oss-full 7.29 -> 6.97 / 13.28 -> 12.80 us; Qwen2.5 decode even at
-// depth 0, +1.3% at 512, +0.6% at 2048 (1420.0 -> 1427.9 tok/s, means); gpt-oss even.
-// Up to merge_parts_cap parts of at most kOnePassBatch states each take one batch of loads (64
-// states in 8 parts take two, rescaled as they come). Sums in split order within a part and in part
-// order after: the bits depend on `used` alone, never on which split finished last.
-// pm_s / pl_s: each part's (m, l) per head, [parts][G] each, in the merge factors' room (e_s).
-constexpr int kOnePassBatch = 5; // states a thread loads at once: Qwen2.5's 33 over 8 parts in one batch
-__device__ __forceinline__ void merge_one_pass(const AttnConsts &k, const float *ws_t, int32_t h0, int32_t G,
-                                               int32_t used, float *e_s, float *red_s, float *out_t) {
-  const int tid = threadIdx.x;
-  const int32_t hd = k.head_dim, hd4 = hd / 4, n4 = G * hd4;
-  const int parts = max(1, min(min(merge_parts_cap(1, hd), kThreads / n4), used));
-  const int per = (used + parts - 1) / parts;
-  const int64_t state = split_state_floats(hd);
-  float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
-  float *pm_s = e_s, *pl_s = e_s + kMaxSplits / 2;    // [parts][G] each (parts x G <= kMaxSplits / 2)
-  for (int i = tid; i < parts * n4; i += kThreads) {
-    const int p = i / n4, q4 = i - p * n4, g = q4 / hd4, d4 = q4 - g * hd4;
-    const float *hg = ws_t + static_cast<int64_t>(g) * k.n_splits * state;
-    const int s_hi = min(used, (p + 1) * per);
-    float m = -INFINITY, l = 0.0f;
-    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = p * per; s0 < s_hi; s0 += kOnePassBatch) {
-      float4 a[kOnePassBatch];
-      float2 ml[kOnePassBatch]; // (m, l) of the state
+// Tagged split states (the one-row head_dim <= 64 instance): every value of a split's state is stored
+// as one 64-bit word, its float's bits below the call's tag, so that a reader that sees the tag sees
+// the value, with no fence, counter or flag between them. The merging block (split 0, fixed) polls
+// the words of the states it needs until every tag is its call's; the splits store and leave.
+// Why: the last-arriving count cost the block that finishes last a drain of its state stores (the
+// count's release), the count's own round trip and then the merging reads: three L2 round trips
+// after its last tile; here the last split's stores go out one way and split 0, already waiting,
+// sees them on its next poll. The tag is the call's epoch + 1: the epoch word (the counter slot of
+// the query and block row) is read by every block after the PDL wait and advanced by split 0 after
+// its merge, which it reaches only once every split has stored (so after every split read it).
+// Stale words carry older tags: a (query, head) row's states sit at fixed places whatever the
+// call's split count, so only that row's calls write them (with n_splits in the layout, a 4-query
+// call's second query read words a 1-query call's first had left with the very tag its own row's
+// epoch gave next: kernels_gpu_test WorkspaceReusedAcrossCallsMatchesFreshWorkspace). Tags run
+// 1 .. 2^32 - 1 and wrap to 1, never 0, so the zeroed workspace never matches. The worker keeps one
+// workspace for its lifetime and Qwen2.5 decoding at 1,500 tok/s wraps a row's epoch in about 33
+// hours: a stale word matches only if its state went unwritten through a whole cycle of its row's
+// calls and the one call that reads it again carries exactly its old tag.
+//
+// Deadlock freedom: split 0 waits for blocks of its own grid only, and the grid fits the GPU at once
+// (attention_grouped sizes the splits from the resident blocks); the next kernel's CTAs launch only
+// after every block of this grid has passed its PDL wait.
+//
+// H100, one call, against the last-arriving count with the one-pass merge (2665db4): attention_bench
+// qwen depth 512 / 2048 5.49 -> 4.64 / 6.84 -> 6.23 us, oss-full 6.99 -> 6.41 / 12.82 -> 12.21;
+// Qwen2.5 decode 1608.9/1423.6, 1613.6/1421.9 -> 1608.1/1455.7, 1604.5/1455.6 tok/s (depth 0 /
+// 2048), gpt-oss 564.3/529.6, 562.7/532.9 -> 561.1/530.0, 558.8/532.9 (the racy first version).
+__device__ __forceinline__ void store_tagged(uint64_t *p, float v, unsigned tag) {
+  const uint64_t w = (static_cast<uint64_t>(tag) << 32) | __float_as_uint(v);
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
+}
+__device__ __forceinline__ uint64_t load_tagged(const uint64_t *p) {
+  uint64_t w;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+  return w;
+}
+__device__ __forceinline__ unsigned load_epoch(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_epoch(unsigned *p, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ bool tag_is(uint64_t w, unsigned tag) {
+  return static_cast<unsigned>(w >> 32) == tag;
+}
+__device__ __forceinline__ float value_of(uint64_t w) { return __uint_as_float(static_cast<unsigned>(w)); }
+
+// States a warp polls at once (Qwen2.5's 33 over four warps: 9, 8, 8, 8).
+constexpr int kPollStates = 9;
+
+// Split 0's merge of a head's `used` tagged states (ws64: the head's [kMaxSplits][state64] words, each
+// state {acc[hd], m, l}). Warp w takes states w, w + 4, ... in batches of kPollStates: each lane the
+// dimensions 2 lane, 2 lane + 1 of every state, and the (m or l) word 2 j + (0 or 1) of the batch's
+// state j (lane (2 j) % 32 and the next), shuffled to the warp; the batch's words poll until every
+// tag is the call's. Then an online softmax merge per warp in state order, the warps' (m, l, acc)
+// through red_s ([kWarps][hd + 2] floats), and threads 0..hd-1 combine them in warp order with the sink.
+__device__ __forceinline__ void merge_tagged(const AttnConsts &k, const uint64_t *ws64, int64_t state64,
+                                             int32_t h, int32_t used, unsigned tag, float *red_s,
+                                             float *out_t) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int32_t hd = k.head_dim;
+  const bool dims = 2 * lane < hd; // this lane's pair inside head_dim (hd even)
+  float m = -INFINITY, l = 0.0f, acc0 = 0.0f, acc1 = 0.0f;
+  for (int first = warp; first < used; first += kWarps * kPollStates) {
+    uint64_t a[kPollStates][2], ml = 0;
+    // Batch state j is first + kWarps j; its (m, l) words are the batch's words 2 j and 2 j + 1.
+    const int ml_j = lane / 2, ml_s = first + kWarps * ml_j;
+    const bool ml_on = ml_j < kPollStates && ml_s < used;
+    for (;;) {
+      bool ok = true;
 #pragma unroll
-      for (int j = 0; j < kOnePassBatch; ++j)
-        if (s0 + j < s_hi) {
-          const float *st = hg + static_cast<int64_t>(s0 + j) * state;
-          a[j] = __ldcg(reinterpret_cast<const float4 *>(st) + d4);
-          ml[j] = __ldcg(reinterpret_cast<const float2 *>(st + hd));
+      for (int j = 0; j < kPollStates; ++j) {
+        const int s = first + kWarps * j;
+        if (s < used && dims) {
+          const uint64_t *st = ws64 + s * state64 + 2 * lane;
+          a[j][0] = load_tagged(st);
+          a[j][1] = load_tagged(st + 1);
         }
-      float m_new = m;
-#pragma unroll
-      for (int j = 0; j < kOnePassBatch; ++j)
-        if (s0 + j < s_hi && ml[j].y > 0.0f) m_new = fmaxf(m_new, ml[j].x);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      const float c = expf(m - m_use); // 0 before the first non-empty state (m = -inf)
-      l *= c, o.x *= c, o.y *= c, o.z *= c, o.w *= c;
-#pragma unroll
-      for (int j = 0; j < kOnePassBatch; ++j)
-        if (s0 + j < s_hi && ml[j].y > 0.0f) {
-          const float e = expf(ml[j].x - m_use);
-          l += ml[j].y * e;
-          o.x += a[j].x * e, o.y += a[j].y * e, o.z += a[j].z * e, o.w += a[j].w * e;
-        }
-      m = m_new;
-    }
-    part_s[i] = o;
-    if (d4 == 0) pm_s[p * G + g] = m, pl_s[p * G + g] = l;
-  }
-  __syncthreads();
-  // Whole warps take each round (the staging's shuffles): 8 lanes hold a group of 32 outputs.
-  for (int base = 0; base < n4; base += kThreads) {
-    const int q4 = base + tid;
-    const bool on = q4 < n4; // whole groups of 8 lanes (n4 = G hd / 4, hd % 32 == 0 where staged)
-    const int g = on ? q4 / hd4 : 0, d4 = q4 - g * hd4;
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (on) { // every part's (m, l) and sums loaded at once (unrolled to the most parts), then combined
-      constexpr int kMostParts = merge_parts_cap(1, 64);
-      float pm[kMostParts], pl[kMostParts];
-      float4 pa[kMostParts];
-#pragma unroll
-      for (int p = 0; p < kMostParts; ++p) {
-        pl[p] = p < parts ? pl_s[p * G + g] : 0.0f;
-        pm[p] = p < parts ? pm_s[p * G + g] : -INFINITY;
-        pa[p] = p < parts ? part_s[p * n4 + q4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
-      float big = k.sinks ? k.sinks[h0 + g] : -INFINITY;
+      if (ml_on) ml = load_tagged(ws64 + ml_s * state64 + hd + (lane & 1));
 #pragma unroll
-      for (int p = 0; p < kMostParts; ++p)
-        if (pl[p] > 0.0f) big = fmaxf(big, pm[p]);
-      float den = k.sinks ? expf(k.sinks[h0 + g] - big) : 0.0f;
-      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int p = 0; p < kMostParts; ++p)
-        if (pl[p] > 0.0f) {
-          const float e = expf(pm[p] - big);
-          den += pl[p] * e;
-          o.x += pa[p].x * e, o.y += pa[p].y * e, o.z += pa[p].z * e, o.w += pa[p].w * e;
-        }
-      const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-      v[0] = o.x * inv, v[1] = o.y * inv, v[2] = o.z * inv, v[3] = o.w * inv;
-      reinterpret_cast<float4 *>(out_t + static_cast<int64_t>(h0 + g) * hd)[d4] =
-          make_float4(v[0], v[1], v[2], v[3]);
+      for (int j = 0; j < kPollStates; ++j)
+        if (first + kWarps * j < used && dims) ok = ok && tag_is(a[j][0], tag) && tag_is(a[j][1], tag);
+      if (ml_on) ok = ok && tag_is(ml, tag);
+      if (__all_sync(0xffffffffu, ok)) break;
     }
-    if (k.staged) // (warp-uniform)
-      wo::staged::write_group<4>(v, static_cast<int64_t>(h0 + g) * hd + 4 * d4, on, k.staged, k.staged_cols);
+    // (m, l) of batch state j from lanes 2 j and 2 j + 1.
+    float sm[kPollStates], sl[kPollStates];
+    float m_new = m;
+#pragma unroll
+    for (int j = 0; j < kPollStates; ++j) {
+      sm[j] = __shfl_sync(0xffffffffu, value_of(ml), 2 * j);
+      sl[j] = __shfl_sync(0xffffffffu, value_of(ml), 2 * j + 1);
+      if (first + kWarps * j < used && sl[j] > 0.0f) m_new = fmaxf(m_new, sm[j]);
+    }
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float c = expf(m - m_use); // 0 before the first non-empty state (m = -inf)
+    l *= c, acc0 *= c, acc1 *= c;
+#pragma unroll
+    for (int j = 0; j < kPollStates; ++j)
+      if (first + kWarps * j < used && sl[j] > 0.0f) {
+        const float e = expf(sm[j] - m_use);
+        l += sl[j] * e;
+        if (dims) acc0 += value_of(a[j][0]) * e, acc1 += value_of(a[j][1]) * e;
+      }
+    m = m_new;
+  }
+  // The warps' states, combined in warp order with the sink: red_s[w] = {acc[hd], m, l}. red_s held
+  // this block's value sums until every thread had stored its share of the block's own state (a
+  // warp with no share of it polls and arrives here first): the barrier first.
+  __syncthreads();
+  float *rw = red_s + warp * (hd + 2);
+  if (dims) rw[2 * lane] = acc0, rw[2 * lane + 1] = acc1;
+  if (lane == 0) rw[hd] = m, rw[hd + 1] = l;
+  __syncthreads();
+  for (int base = 0; base < hd; base += kThreads) { // whole warps (staging's groups of 32)
+    const int d = base + tid;
+    const bool on = d < hd;
+    float v[1] = {0.0f};
+    if (on) {
+      float wm[kWarps], wl[kWarps], wa[kWarps];
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float *r = red_s + w * (hd + 2);
+        wm[w] = r[hd], wl[w] = r[hd + 1], wa[w] = r[d];
+      }
+      float big = k.sinks ? k.sinks[h] : -INFINITY;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        if (wl[w] > 0.0f) big = fmaxf(big, wm[w]);
+      float den = k.sinks ? expf(k.sinks[h] - big) : 0.0f, o = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        if (wl[w] > 0.0f) {
+          const float e = expf(wm[w] - big);
+          den += wl[w] * e;
+          o += wa[w] * e;
+        }
+      v[0] = den > 0.0f ? o / den : 0.0f;
+      out_t[static_cast<int64_t>(h) * hd + d] = v[0];
+    }
+    if (k.staged) // (warp-uniform: hd % 32 == 0 where staged)
+      wo::staged::write_group<1>(v, static_cast<int64_t>(h) * hd + d, on, k.staged, k.staged_cols);
   }
 }
 
@@ -243,8 +290,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   constexpr int kChunks = 4 * kPairs;          // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
-  __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
-  __shared__ float cs_s[kAttnMaxHeadDim];    // fresh_on: the query position's RoPE factors
+  __shared__ int64_t row_lo[kR], row_hi[kR];       // each row's visible keys (its query's)
+  __shared__ float cs_s[kAttnMaxHeadDim];          // fresh_on: the query position's RoPE factors
+  constexpr bool kTagged = kR == 1 && kPairs == 1; // split states as tagged words (merge_tagged)
+  __shared__ unsigned epoch_s;                     // kTagged with splits: this call's epoch
   // Settled positions (fresh_on): the keys, an unused split's exit and the RoPE factors before the
   // wait, off the chain a decode step waits on; otherwise all of it after.
   const bool early = k.fresh_on && k.positions_settled;
@@ -340,6 +389,13 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     }
   }
   if (early) wo::pdl::enter();
+  // kTagged with several splits: this call's epoch, loaded after the wait (the previous call's split 0
+  // advanced it) into thread 0's register and only handed to epoch_s at the state stores, so that the
+  // load's round trip overlaps the tiles. (Stored to epoch_s here, it stalled warp 0 and through it
+  // the first barrier on every call: gpt-oss decode at depth 0, one split, -0.6%.)
+  unsigned epoch = 0;
+  if constexpr (kTagged)
+    if (tid == 0 && r.used > 1) epoch = load_epoch(k.counters + t0 * gridDim.y + blockIdx.y);
 
   const SmemLayout L = smem_layout(R, hd, kR);
   float *sm = reinterpret_cast<float *>(dyn_smem);
@@ -499,6 +555,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
           red_s[warp * L.q_len + g * hd + d + 1] = acc[g][2 * j + 1];
         }
       }
+  if constexpr (kTagged)
+    if (tid == 0) epoch_s = epoch;
   __syncthreads();
   const int n_out = R * hd;
   const auto block_sum_at = [&](int i) {
@@ -528,8 +586,24 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   }
 
   // Several splits (one query: rows are the group's heads). Partial state of head h0 + g at
-  // split s: ws_t + (g S + s) state = {acc[hd], m, l, -, -} (16-byte rows: the merge reads float4).
+  // split s: ws_t + (g S + s) state = {acc[hd], m, l, -, -} (16-byte rows: the merge reads float4);
+  // kTagged: the same values as tagged 64-bit words, split 0 merging (merge_tagged).
   const int64_t t = t0;
+  if constexpr (kTagged) {
+    const unsigned tag = epoch_s == 0xffffffffu ? 1u : epoch_s + 1u; // (never 0: see store_tagged)
+    const int64_t state64 = tagged_state_floats(hd) / 2;
+    // Fixed rows of kMaxSplits states per (query, head), whatever the call's n_splits: a word is only
+    // ever written by its own (query, head) row, under that row's rising tags (see store_tagged).
+    uint64_t *ws64 = reinterpret_cast<uint64_t *>(k.ws) + (t * k.n_heads + h0) * kMaxSplits * state64;
+    uint64_t *st = ws64 + split * state64; // (one row: G == 1)
+    for (int i = tid; i < n_out; i += kThreads)
+      store_tagged(st + i, block_sum_at(i), tag);
+    if (tid == 0) store_tagged(st + hd, m_s[0], tag), store_tagged(st + hd + 1, l_s[0], tag);
+    if (split != 0) return;
+    merge_tagged(k, ws64, state64, h0, r.used, tag, red_s, out + t * k.out_stride);
+    if (tid == 0) store_epoch(k.counters + t * gridDim.y + blockIdx.y, tag);
+    return;
+  }
   const int64_t state = split_state_floats(hd);
   float *ws_t = k.ws + (t * k.n_heads + h0) * static_cast<int64_t>(k.n_splits) * state;
   for (int i = tid; i < n_out; i += kThreads) {
@@ -540,10 +614,6 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   }
   // The last split to finish (a counter per query and block row of heads) merges.
   if (!last_block_to_arrive(k.counters + t * gridDim.y + blockIdx.y, static_cast<unsigned>(r.used))) return;
-  if constexpr (kR == 1 && kPairs == 1) {
-    merge_one_pass(k, ws_t, h0, G, r.used, e_s, red_s, out + t * k.out_stride);
-    return;
-  }
 
   // (The other instances.) Merge in split order. Per head: max over the non-empty states and the sink,
   // factors e_s = exp(m_s - max), denominator sum l_s e_s (+ the sink's share). The other splits' states come
@@ -807,7 +877,10 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
         kernel_for(rows, k.head_dim),
         static_cast<size_t>(smem_layout(rows, k.head_dim, instance_rows(rows)).total) * sizeof(float));
     int64_t s = std::min<int64_t>(std::max<int64_t>(resident / blocks, 1), kMaxSplits);
-    s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
+    if (instance_rows(rows) == 1 && k.head_dim <= 64) // tagged states in fixed rows of kMaxSplits
+      s = state_floats >= n_tokens * k.n_heads * kMaxSplits * tagged_state_floats(k.head_dim) ? s : 1;
+    else
+      s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
     k.n_splits = static_cast<int32_t>(std::max<int64_t>(s, 1));
   }
   // Without splits a block takes as many consecutive queries as fill its eight rows (prefill: a

@@ -147,5 +147,64 @@ TEST(AttentionKernel, MatchesReference) {
   }
 }
 
+// One workspace serves a model's every attention call for the worker's lifetime (cleared once):
+// decode steps at rising and falling depths, and a few-query call between them, leave split states
+// and counters (or epochs) behind that must never leak into a later call. Each call's bits must equal
+// the same call's on a freshly zeroed workspace.
+TEST(AttentionKernel, WorkspaceReusedAcrossCallsMatchesFreshWorkspace) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Shape {
+    const char *name;
+    int32_t n_heads, n_kv_heads, head_dim;
+    bool sinks;
+  };
+  const Shape shapes[] = {{"qwen2.5 14:2 hd64", 14, 2, 64, false},
+                          {"gpt-oss 64:8 hd64 + sinks", 64, 8, 64, true},
+                          {"phi-3 32:32 hd96", 32, 32, 96, false}};
+  struct Step {
+    int64_t n_tokens, pos0;
+  };
+  const Step steps[] = {{1, 2047}, {1, 90}, {1, 700}, {4, 1500}, {1, 2047}, {1, 3000}, {1, 2047}};
+  constexpr int64_t kMaxKv = 3001, kMaxTokens = 4;
+  for (const Shape &sh : shapes) {
+    const int64_t q_row = int64_t(sh.n_heads) * sh.head_dim, kv_row = int64_t(sh.n_kv_heads) * sh.head_dim;
+    const auto kf = randn(kMaxKv * kv_row, rng), vf = randn(kMaxKv * kv_row, rng);
+    std::vector<__half> kc(kf.size()), vc(vf.size());
+    for (size_t i = 0; i < kf.size(); ++i)
+      kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+    DeviceBuffer<__half> dk(kc), dv(vc);
+    DeviceBuffer<float> dsinks(randn(sh.n_heads, rng)), dout(kMaxTokens * q_row);
+    const int64_t ws_floats = attention_workspace_floats(kMaxTokens, sh.n_heads, sh.head_dim);
+    DeviceBuffer<float> kept(ws_floats), fresh(ws_floats);
+    ASSERT_EQ(attention_workspace_clear(kept.get(), ws_floats, nullptr), cudaSuccess);
+    for (const Step &st : steps) {
+      DeviceBuffer<float> dq(randn(st.n_tokens * q_row, rng));
+      AttentionParams ap;
+      ap.n_tokens = st.n_tokens;
+      ap.pos0 = st.pos0;
+      ap.n_kv = st.pos0 + st.n_tokens;
+      ap.n_heads = sh.n_heads;
+      ap.n_kv_heads = sh.n_kv_heads;
+      ap.head_dim = sh.head_dim;
+      ap.scale = 1.0f / std::sqrt(float(sh.head_dim));
+      ap.causal = true;
+      ap.sinks = sh.sinks ? dsinks.get() : nullptr;
+      ap.workspace_floats = ws_floats;
+      ap.workspace = kept.get();
+      ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess) << sh.name;
+      auto reused = dout.download();
+      ASSERT_EQ(attention_workspace_clear(fresh.get(), ws_floats, nullptr), cudaSuccess);
+      ap.workspace = fresh.get();
+      ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess) << sh.name;
+      auto clean = dout.download();
+      reused.resize(st.n_tokens * q_row), clean.resize(st.n_tokens * q_row);
+      EXPECT_EQ(reused, clean) << sh.name << " at " << st.n_tokens << " queries from position " << st.pos0
+                               << " seed " << seed;
+    }
+  }
+}
+
 } // namespace
 } // namespace wo::kernels::test

@@ -189,8 +189,11 @@ struct AttentionParams {
   // Size it with attention_workspace_floats() for the largest call (it depends on n_tokens,
   // n_heads and head_dim only), and clear it once before the first call
   // (attention_workspace_clear): it starts with the counters by which the last split of a decode
-  // call knows to merge, which every call leaves at zero again. Use it for attention only, from one
-  // stream.
+  // call knows to merge (every call leaves them at zero again), or, for head_dim <= 64, the epochs
+  // that tag each call's split states (every call advances them). Use it for attention only, from
+  // one stream, for calls of one (n_heads, n_kv_heads, head_dim): one model's layers (a call of
+  // another shape may leave counters that one reads as epochs, or the reverse: clear it between).
+  // Clearing it again later is allowed (between jobs), never during a call.
   float *workspace = nullptr;
   int64_t workspace_floats = 0;
   // Optional device int32 [n_tokens]: query t sits at positions[t] (consecutive) and the cache
