@@ -48,10 +48,11 @@ struct Options {
   int reps = 3;
   std::vector<int> prompts = {16, 128, 512, 2048};
   std::vector<int> depths = {0, 2048}; // decode from an empty context and at 2048 (the perf goals' points)
-  int profile_steps = 0;   // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
-  int profile_prefill = 0; // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
-  int timeline = 0;        // > 0: only decode N tokens at the first depth and print their kernel timeline
-  int timeline_rows = 24;  // rows of the timeline's class table and of its in-order listing
+  int profile_steps = 0;    // > 0: only decode N tokens at the first depth between cudaProfilerStart/Stop
+  int profile_prefill = 0;  // > 0: only prefill N tokens (after one unprofiled warm-up) in the profiled range
+  int timeline = 0;         // > 0: only decode N tokens at the first depth and print their kernel timeline
+  int timeline_prefill = 0; // > 0: only prefill N tokens (--reps times) and print their kernel timeline
+  int timeline_rows = 24;   // rows of the timeline's class table and of its in-order listing
   wo::sampling::SamplingParams decode = greedy(); // --sample: the decode steps' sampler (TTFT stays greedy)
 
   static wo::sampling::SamplingParams greedy() {
@@ -259,6 +260,33 @@ struct Bench {
     wo::bench::KernelTimeline::report(stdout, spans, marks, o.timeline_rows);
     engine->end_session();
   }
+
+  // The kernel timeline of `reps` prefills of n tokens (after one warm-up), each its own "step":
+  // with the host's enqueue time of each forward, it says whether a short prompt's prefill waits on
+  // the GPU or on the launches (idle stretches inside the span, enqueue ~ the span).
+  void timeline_prefill(wo::bench::KernelTimeline &tl, int n, int reps) {
+    std::vector<uint64_t> marks;
+    std::vector<double> enqueue_ms, total_ms;
+    for (int i = 0; i <= reps; ++i) {
+      auto ids = random_prompt(n);
+      engine->begin_session(n + 8);
+      engine->synchronize();
+      if (i > 0) marks.push_back(tl.now());
+      const auto t0 = Clock::now();
+      engine->forward(ids.data(), n, 0, false);
+      const double enq = secs_since(t0) * 1e3;
+      engine->synchronize();
+      const double tot = secs_since(t0) * 1e3;
+      if (i > 0) enqueue_ms.push_back(enq), total_ms.push_back(tot);
+      engine->end_session();
+    }
+    marks.push_back(tl.now());
+    const auto spans = tl.collect(marks.front());
+    std::printf("timeline of %d prefills of %d tokens: host enqueue %.3f ms, enqueue + wait %.3f ms "
+                "(medians)\n",
+                reps, n, median(enqueue_ms), median(total_ms));
+    wo::bench::KernelTimeline::report(stdout, spans, marks, o.timeline_rows);
+  }
 #endif
 
   // For a profiler: one warm-up prefill of n tokens (cuBLAS handles, workspaces), then one inside
@@ -334,6 +362,7 @@ int run_engine_bench(const Options &o) {
     max_ctx = std::max(max_ctx, d + o.n_decode + 16);
   max_ctx = std::max(max_ctx, kWarmupDepth + o.n_decode + 16); // the warm-up decode
   max_ctx = std::max(max_ctx, o.profile_prefill + 16);
+  max_ctx = std::max(max_ctx, o.timeline_prefill + 16);
   if (o.timeline > 0 || o.profile_steps > 0)
     max_ctx = std::max(max_ctx, (o.depths.empty() ? 128 : o.depths.front()) +
                                     std::max(o.timeline, o.profile_steps) + 32);
@@ -350,9 +379,9 @@ int run_engine_bench(const Options &o) {
 #if WORKER_BENCH_TIMELINE
   // Kernel records on before the context and the graphs exist (CUPTI's advice).
   std::unique_ptr<wo::bench::KernelTimeline> timeline;
-  if (o.timeline > 0) timeline = std::make_unique<wo::bench::KernelTimeline>();
+  if (o.timeline > 0 || o.timeline_prefill > 0) timeline = std::make_unique<wo::bench::KernelTimeline>();
 #else
-  if (o.timeline > 0)
+  if (o.timeline > 0 || o.timeline_prefill > 0)
     throw std::runtime_error("--timeline: this bench was built without CUPTI's headers (cupti_activity.h)");
 #endif
   check(cudaSetDevice(o.gpu), "cudaSetDevice");
@@ -373,6 +402,10 @@ int run_engine_bench(const Options &o) {
     return 0;
   }
 #if WORKER_BENCH_TIMELINE
+  if (timeline && o.timeline_prefill > 0) {
+    b.timeline_prefill(*timeline, o.timeline_prefill, std::max(o.reps, 1));
+    return 0;
+  }
   if (timeline) {
     b.timeline_decode(*timeline, o.depths.empty() ? 128 : o.depths.front(), o.timeline);
     return 0;
@@ -504,6 +537,8 @@ int main(int argc, char **argv) {
             "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
             "             [--timeline N] [--timeline-rows 24]  (decode N tokens at the first depth and\n"
             "              print their kernels as they ran: busy and exposed time per kernel; CUPTI)\n"
+            "             [--timeline-prefill N]  (the same for --reps prefills of N tokens, with the\n"
+            "              host's enqueue time: launch-bound or GPU-bound)\n"
             "             [--sample T,K,P,M]  (decode with temperature T, top-k K, top-p P, min-p M\n"
             "              instead of greedy; 0.8,40,0.95,0.05 as a chat request might)\n"
             "       bench --http http://127.0.0.1:PORT [--n-decode 256] [--reps 5] [--prompt TEXT] "
@@ -531,6 +566,8 @@ int main(int argc, char **argv) {
         o.profile_prefill = std::stoi(value());
       else if (a == "--timeline")
         o.timeline = std::stoi(value());
+      else if (a == "--timeline-prefill")
+        o.timeline_prefill = std::stoi(value());
       else if (a == "--timeline-rows")
         o.timeline_rows = std::stoi(value());
       else if (a == "--http")
