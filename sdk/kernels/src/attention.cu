@@ -236,6 +236,10 @@ int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t he
                                                     detail::max_state_floats(head_dim);
 }
 
+int64_t attention_workspace_counter_words(int32_t n_heads) {
+  return n_heads > 0 ? detail::attn_counter_floats(n_heads) : 0;
+}
+
 cudaError_t attention_workspace_clear(float *workspace, int64_t workspace_floats, cudaStream_t stream) {
   if (workspace_floats < 0 || (!workspace && workspace_floats > 0)) return cudaErrorInvalidValue;
   if (workspace_floats == 0) return cudaSuccess;

@@ -206,5 +206,51 @@ TEST(AttentionKernel, WorkspaceReusedAcrossCallsMatchesFreshWorkspace) {
   }
 }
 
+// The tagged split states' epochs wrap after 2^32 - 1 calls of a (query, head) row: the tag after
+// 0xffffffff is 1, never 0, which every word of a zeroed workspace carries. Epochs started at
+// 0xffffffff (the counter words all ones, the states zero) must give the fresh workspace's bits,
+// on the wrapping call and the ones after it; a tag of 0 would merge the zeroed states at once.
+TEST(AttentionKernel, SplitEpochsWrapPastZero) {
+  WO_REQUIRE_DEVICE();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int32_t n_heads = 14, n_kv_heads = 2, head_dim = 64; // Qwen2.5's decode shape
+  const int64_t kv_row = int64_t(n_kv_heads) * head_dim, q_row = int64_t(n_heads) * head_dim;
+  constexpr int64_t kMaxKv = 2049;
+  const auto kf = randn(kMaxKv * kv_row, rng), vf = randn(kMaxKv * kv_row, rng);
+  std::vector<__half> kc(kf.size()), vc(vf.size());
+  for (size_t i = 0; i < kf.size(); ++i)
+    kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+  DeviceBuffer<__half> dk(kc), dv(vc);
+  DeviceBuffer<float> dout(q_row);
+  const int64_t ws_floats = attention_workspace_floats(1, n_heads, head_dim);
+  const int64_t words = attention_workspace_counter_words(n_heads);
+  ASSERT_GT(words, 0);
+  ASSERT_LT(words, ws_floats);
+  DeviceBuffer<float> wrapped(ws_floats), fresh(ws_floats);
+  ASSERT_EQ(attention_workspace_clear(wrapped.get(), ws_floats, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMemset(wrapped.get(), 0xff, words * sizeof(uint32_t)), cudaSuccess);
+  for (const int64_t pos0 : {2047, 2047, 1000, 2047}) {
+    DeviceBuffer<float> dq(randn(q_row, rng));
+    AttentionParams ap;
+    ap.n_tokens = 1;
+    ap.pos0 = pos0;
+    ap.n_kv = pos0 + 1;
+    ap.n_heads = n_heads;
+    ap.n_kv_heads = n_kv_heads;
+    ap.head_dim = head_dim;
+    ap.scale = 0.125f;
+    ap.causal = true;
+    ap.workspace_floats = ws_floats;
+    ap.workspace = wrapped.get();
+    ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess);
+    const auto got = dout.download();
+    ASSERT_EQ(attention_workspace_clear(fresh.get(), ws_floats, nullptr), cudaSuccess);
+    ap.workspace = fresh.get();
+    ASSERT_EQ(attention(dq.get(), dk.get(), dv.get(), dout.get(), ap, nullptr), cudaSuccess);
+    EXPECT_EQ(got, dout.download()) << "from position " << pos0 << ", seed " << seed;
+  }
+}
+
 } // namespace
 } // namespace wo::kernels::test

@@ -217,6 +217,11 @@ cudaError_t stage_row(const float *x, void *staged, int64_t cols, cudaStream_t s
 // heads of head_dim (0 when it never splits for such calls).
 int64_t attention_workspace_floats(int64_t n_tokens, int32_t n_heads, int32_t head_dim);
 
+// The leading 32-bit words of such a workspace that hold the split counters or epochs (see
+// AttentionParams::workspace); the rest holds the split states. For tests that start the epochs
+// elsewhere than at zero (their wrap).
+int64_t attention_workspace_counter_words(int32_t n_heads);
+
 // Zeroes a new workspace of workspace_floats floats on the stream, once, before its first
 // attention call (nullptr with 0 floats: nothing to do).
 cudaError_t attention_workspace_clear(float *workspace, int64_t workspace_floats, cudaStream_t stream);
