@@ -40,9 +40,15 @@ template <class W> void check_launch(const W &what) {
   if (e != cudaSuccess) check_cuda(e, what() + ": kernel launch");
 }
 
-void check_cublas(cublasStatus_t s, const std::string &what) {
+// `what` is a callable building the message, as for check_launch.
+template <class W> void check_cublas(cublasStatus_t s, const W &what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(WO_ERR_CUDA, what + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+    throw Error(WO_ERR_CUDA, what() + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+}
+
+// A host service's status; `what` is a callable building the message, as for check_launch.
+template <class W> void check_host(wo_status s, const W &what) {
+  if (s != WO_OK) check(s, what());
 }
 
 struct Shape {
@@ -162,12 +168,15 @@ __global__ void group_by_expert_kernel(GemvParams p, int32_t *pairs, int32_t *ti
 }
 
 // Y = W X for many tokens: dequantize row chunks to FP16 scratch, cuBLAS GEMM with FP32 compute.
+// `what` builds the call's description only for an error message: a short prompt's prefill is bound
+// by the host's time per linear (docs/perf.md), strings included.
+template <class W>
 void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, const Shape &sh, const void *x,
-               wo_dtype x_type, void *y, wo_dtype y_type, int64_t n, const std::string &what) {
-  if (!host->cublas_handle) throw Error(WO_ERR_NO_DEVICE, what + ": the host offers no cuBLAS handle");
+               wo_dtype x_type, void *y, wo_dtype y_type, int64_t n, const W &what) {
+  if (!host->cublas_handle) throw Error(WO_ERR_NO_DEVICE, what() + ": the host offers no cuBLAS handle");
   auto handle = static_cast<cublasHandle_t>(host->cublas_handle);
   auto stream = static_cast<cudaStream_t>(host->cuda_stream);
-  check_cublas(cublasSetStream(handle, stream), what + ": cublasSetStream");
+  check_cublas(cublasSetStream(handle, stream), [&] { return what() + ": cublasSetStream"; });
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t yt = y_type == WO_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
   const size_t y_elem = y_type == WO_DTYPE_F16 ? 2 : 4;
@@ -179,7 +188,7 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
                               static_cast<int>(n), static_cast<int>(sh.cols), &alpha, w->data, CUDA_R_32F,
                               static_cast<int>(sh.cols), x, CUDA_R_32F, static_cast<int>(sh.cols), &beta, y,
                               yt, static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 what + ": cublasGemmEx (F32)");
+                 [&] { return what() + ": cublasGemmEx (F32)"; });
     return;
   }
 
@@ -188,17 +197,17 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
       1, std::min<int64_t>(sh.rows,
                            static_cast<int64_t>(kGemmScratchBytes / (static_cast<uint64_t>(sh.cols) * 2))));
   void *scratch = nullptr;
-  if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what + ": the host offers no scratch service");
-  check(host->scratch(host->ctx, x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2, &scratch),
-        what + ": scratch of " + std::to_string(x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2) +
-            " bytes");
+  if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what() + ": the host offers no scratch service");
+  const uint64_t scratch_bytes = x16_bytes + static_cast<uint64_t>(chunk_rows) * sh.cols * 2;
+  check_host(host->scratch(host->ctx, scratch_bytes, &scratch),
+             [&] { return what() + ": scratch of " + std::to_string(scratch_bytes) + " bytes"; });
   const void *x16 = x;
   if (x16_bytes) {
     auto *dst = static_cast<__half *>(scratch);
     const int64_t total = n * sh.cols;
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
     f32_to_f16_kernel<<<blocks, 256, 0, stream>>>(static_cast<const float *>(x), dst, total);
-    check_launch([&] { return what + ": activation conversion"; });
+    check_launch([&] { return what() + ": activation conversion"; });
     x16 = dst;
   }
   auto *wbuf = reinterpret_cast<__half *>(static_cast<char *>(scratch) + x16_bytes);
@@ -208,13 +217,15 @@ void gemm_path(const TypeOps &ops, const wo_host *host, const wo_tensor *w, cons
         static_cast<const uint8_t *>(w->data), sh.row_bytes, sh.cols, sh.rows, nullptr, r0, cr, wbuf, true};
     (vector_path(ops, sh.cols) ? ops.dequant : ops.dequant_scalar)(dp, stream);
     check_launch(
-        [&] { return what + ": dequantize rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr); });
-    check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cr), static_cast<int>(n),
-                              static_cast<int>(sh.cols), &alpha, wbuf, CUDA_R_16F, static_cast<int>(sh.cols),
-                              x16, CUDA_R_16F, static_cast<int>(sh.cols), &beta,
-                              static_cast<char *>(y) + r0 * y_elem, yt, static_cast<int>(sh.rows),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 what + ": cublasGemmEx rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr));
+        [&] { return what() + ": dequantize rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr); });
+    check_cublas(
+        cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cr), static_cast<int>(n),
+                     static_cast<int>(sh.cols), &alpha, wbuf, CUDA_R_16F, static_cast<int>(sh.cols), x16,
+                     CUDA_R_16F, static_cast<int>(sh.cols), &beta, static_cast<char *>(y) + r0 * y_elem, yt,
+                     static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        [&] {
+          return what() + ": cublasGemmEx rows " + std::to_string(r0) + ".." + std::to_string(r0 + cr);
+        });
   }
 }
 
@@ -241,8 +252,8 @@ void grouped_path(const TypeOps &ops, const wo_host *host, const GemvParams &p, 
   const uint64_t bytes = pairs_bytes + tiles_bytes + 256 + x16_bytes;
   if (!host->scratch) throw Error(WO_ERR_NO_DEVICE, what() + ": the host offers no scratch service");
   void *scratch = nullptr;
-  check(host->scratch(host->ctx, bytes, &scratch),
-        what() + ": scratch of " + std::to_string(bytes) + " bytes");
+  check_host(host->scratch(host->ctx, bytes, &scratch),
+             [&] { return what() + ": scratch of " + std::to_string(bytes) + " bytes"; });
   char *base = static_cast<char *>(scratch);
   auto *pairs = reinterpret_cast<int32_t *>(base);
   auto *tiles = reinterpret_cast<int32_t *>(base + pairs_bytes);
@@ -304,7 +315,7 @@ void run_linear(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
   } else if (n_tokens <= gemv_max_tokens()) {
     ops.gemv(p, tokens_per_pass(n_tokens), host->cuda_stream);
   } else {
-    gemm_path(ops, host, w, sh, x, x_type, y, y_type, n_tokens, what());
+    gemm_path(ops, host, w, sh, x, x_type, y, y_type, n_tokens, what);
     return;
   }
   check_launch(what);
@@ -492,9 +503,10 @@ void run_gather(const TypeOps &ops, const wo_host *host, const wo_tensor *w, con
 
 namespace {
 // A 3-D expert weight must hold all its experts' rows (nbytes, where the host says it).
-void check_expert_bytes(const wo_tensor *w, const Shape &sh, int64_t n_expert, const std::string &where) {
+template <class W>
+void check_expert_bytes(const wo_tensor *w, const Shape &sh, int64_t n_expert, const W &where) {
   if (w->nbytes && w->nbytes < static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes)
-    throw Error(WO_ERR_FORMAT, where + ": nbytes " + std::to_string(w->nbytes) +
+    throw Error(WO_ERR_FORMAT, where() + ": nbytes " + std::to_string(w->nbytes) +
                                    " is less than experts*rows*nb1 = " +
                                    std::to_string(static_cast<uint64_t>(n_expert) * sh.rows * sh.row_bytes));
 }
@@ -537,7 +549,7 @@ void run_linear_id(const TypeOps &ops, const wo_host *host, const wo_tensor *w, 
   if (n_tokens < 0 || n_slots <= 0 || (x_slots != 1 && x_slots != n_slots))
     throw Error(WO_ERR_INVALID_ARGUMENT,
                 what() + ": expected n_tokens >= 0, n_slots >= 1 and x_slots 1 or n_slots");
-  check_expert_bytes(w, sh, n_expert, what());
+  check_expert_bytes(w, sh, n_expert, what);
   if (n_tokens == 0) return;
   if (!ids) throw Error(WO_ERR_INVALID_ARGUMENT, what() + ": ids is NULL");
   if (!vector_path(ops, sh.cols))
@@ -591,7 +603,7 @@ bool run_linear_id_glu(const TypeOps &ops, const wo_host *host, const wo_tensor 
       u.row_bytes != g.row_bytes || (up->n_dims >= 3 ? up->ne[2] : 1) != n_expert)
     return false; // the host routes one type; other shapes run apart
   for (const wo_tensor *w : {gate, up})
-    check_expert_bytes(w, g, n_expert, std::string(kOp) + " on " + describe(w));
+    check_expert_bytes(w, g, n_expert, [&] { return std::string(kOp) + " on " + describe(w); });
   if (n_tokens != 1 || !ops.gemv_multi || !vector_path(ops, g.cols)) return false;
   const GemvParams p = expert_problems(gate, g, n_expert, x, x_type, y, y_type, 1, ids, n_slots, 1, kOp);
   Segments seg;
