@@ -37,11 +37,13 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads / 2; // keys per tile: two threads per key for the scores
 constexpr int kMaxRows = 8;         // (query, head) rows per block, so also the largest GQA group
 constexpr int kMergeBatch = 8;      // split states a merging thread loads at once
-// Parts of the merge's pass 2 that red_s holds (below): twice kWarps for one row of head_dim <= 64
-// (merge_tagged needs kWarps x (hd + 2) of it), kWarps for wider heads, which have no threads for
-// more parts.
+// The instances whose split states are tagged words merged by split 0 (merge_tagged): one row of
+// head_dim <= 64 (Qwen2.5, gpt-oss). The host's split choice and the kernel's path both ask this.
+__host__ __device__ constexpr bool tagged_states(int kr, int hd) { return kr == 1 && hd <= 64; }
+// Room in red_s (below), in rows of the block's queries: kWarps for the merge's pass 2 and the value
+// sums; twice that for the tagged instances, whose merge_tagged needs kWarps x (hd + 2) floats.
 __host__ __device__ constexpr int merge_parts_cap(int kr, int hd) {
-  return kr == 1 && hd <= 64 ? 2 * kWarps : kWarps;
+  return tagged_states(kr, hd) ? 2 * kWarps : kWarps;
 }
 // Decode's blocks when the runtime cannot say how many the GPU holds (resident_blocks): about eight
 // per SM of a 132-SM H100.
@@ -89,16 +91,8 @@ template <int kR> __device__ inline void load_probs(const float *p, float (&pg)[
 }
 
 // The merge's pass 2 (below): parts of the states whose partial sums add in part order, for a block
-// of kR rows and n4 output quads merging `used` states: kWarps parts (fewer where the threads run
-// out), more for one row where kWarps would leave a part more than kMergeBatch states, up to what
-// red_s and the threads hold.
-template <int kR> __device__ inline int merge_parts(int hd, int n4, int used) {
-  int parts = max(1, min(kWarps, kThreads / n4));
-  if constexpr (kR == 1) // (the other instances' code as before: their cap is kWarps)
-    parts = min(max(1, min(merge_parts_cap(kR, hd), kThreads / n4)),
-                max(parts, (used + kMergeBatch - 1) / kMergeBatch));
-  return parts;
-}
+// of n4 output quads: kWarps parts, fewer where the threads run out.
+__device__ inline int merge_parts(int n4) { return max(1, min(kWarps, kThreads / n4)); }
 
 __device__ inline void unpack8(const uint4 raw, float f[8]) {
   const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
@@ -290,10 +284,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   constexpr int kChunks = 4 * kPairs;          // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
-  __shared__ int64_t row_lo[kR], row_hi[kR];       // each row's visible keys (its query's)
-  __shared__ float cs_s[kAttnMaxHeadDim];          // fresh_on: the query position's RoPE factors
-  constexpr bool kTagged = kR == 1 && kPairs == 1; // split states as tagged words (merge_tagged)
-  __shared__ unsigned epoch_s;                     // kTagged with splits: this call's epoch
+  __shared__ int64_t row_lo[kR], row_hi[kR];               // each row's visible keys (its query's)
+  __shared__ float cs_s[kAttnMaxHeadDim];                  // fresh_on: the query position's RoPE factors
+  constexpr bool kTagged = tagged_states(kR, 64 * kPairs); // (64 kPairs: the instance's widest head)
+  __shared__ unsigned epoch_s;                             // kTagged with splits: this call's epoch
   // Settled positions (fresh_on): the keys, an unused split's exit and the RoPE factors before the
   // wait, off the chain a decode step waits on; otherwise all of it after.
   const bool early = k.fresh_on && k.positions_settled;
@@ -627,7 +621,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   float4 early_quads[kEarly2 ? kMergeBatch : 1]; // this thread's (part, quad) of pass 2, one batch
   bool early2 = false;
   if constexpr (kEarly2) {
-    const int n4 = G * (hd / 4), parts = merge_parts<kR>(hd, n4, r.used), per = (r.used + parts - 1) / parts;
+    const int n4 = G * (hd / 4), parts = merge_parts(n4), per = (r.used + parts - 1) / parts;
     early2 = parts * n4 <= kThreads && per <= kMergeBatch;
     if (early2 && tid < parts * n4) {
       const int p = tid / n4, q4 = tid - p * n4, g = q4 / (hd / 4), d4 = q4 - g * (hd / 4);
@@ -673,7 +667,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // one dependent load per state of the remainder: all of Phi-3's 12). The partial sums go where
   // the value sums were (red_s holds merge_parts_cap x G hd floats; this block's were stored above).
   const int hd4 = hd / 4, n4 = G * hd4;
-  const int parts = merge_parts<kR>(hd, n4, r.used);
+  const int parts = merge_parts(n4);
   const int per = (r.used + parts - 1) / parts;
   const int64_t stride4 = state / 4;
   float4 *part_s = reinterpret_cast<float4 *>(red_s); // [parts][n4]
@@ -877,7 +871,7 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
         kernel_for(rows, k.head_dim),
         static_cast<size_t>(smem_layout(rows, k.head_dim, instance_rows(rows)).total) * sizeof(float));
     int64_t s = std::min<int64_t>(std::max<int64_t>(resident / blocks, 1), kMaxSplits);
-    if (instance_rows(rows) == 1 && k.head_dim <= 64) // tagged states in fixed rows of kMaxSplits
+    if (tagged_states(instance_rows(rows), k.head_dim)) // tagged states in fixed rows of kMaxSplits
       s = state_floats >= n_tokens * k.n_heads * kMaxSplits * tagged_state_floats(k.head_dim) ? s : 1;
     else
       s = std::min<int64_t>(s, state_floats / (n_tokens * k.n_heads * split_state_floats(k.head_dim)));
