@@ -18,6 +18,15 @@ struct Case {
   int64_t q_pad, out_pad; // extra floats per token row (fused buffers)
 };
 
+// n standard normal values rounded to FP16, as a cache holds them.
+std::vector<__half> randn_half(size_t n, std::mt19937 &rng) {
+  const std::vector<float> f = randn(n, rng);
+  std::vector<__half> h(f.size());
+  for (size_t i = 0; i < f.size(); ++i)
+    h[i] = __float2half(f[i]);
+  return h;
+}
+
 std::vector<double> reference(const Case &c, const std::vector<float> &q, int64_t q_stride,
                               const std::vector<__half> &kc, const std::vector<__half> &vc,
                               const std::vector<float> &sinks, int64_t n_kv, float scale,
@@ -86,10 +95,7 @@ TEST(AttentionKernel, MatchesReference) {
     const int64_t n_kv = c.pos0 + c.n_tokens;
     const float scale = 1.0f / std::sqrt(float(c.head_dim));
     auto q = randn(c.n_tokens * q_stride, rng);
-    auto kf = randn(n_kv * kv_row, rng), vf = randn(n_kv * kv_row, rng);
-    std::vector<__half> kc(kf.size()), vc(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i)
-      kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+    const auto kc = randn_half(n_kv * kv_row, rng), vc = randn_half(n_kv * kv_row, rng);
     auto sinks = randn(c.n_heads, rng);
     DeviceBuffer<float> dq(q), dsinks(sinks), dout(c.n_tokens * out_stride);
     DeviceBuffer<__half> dk(kc), dv(vc);
@@ -170,10 +176,7 @@ TEST(AttentionKernel, WorkspaceReusedAcrossCallsMatchesFreshWorkspace) {
   constexpr int64_t kMaxKv = 3001, kMaxTokens = 4;
   for (const Shape &sh : shapes) {
     const int64_t q_row = int64_t(sh.n_heads) * sh.head_dim, kv_row = int64_t(sh.n_kv_heads) * sh.head_dim;
-    const auto kf = randn(kMaxKv * kv_row, rng), vf = randn(kMaxKv * kv_row, rng);
-    std::vector<__half> kc(kf.size()), vc(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i)
-      kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+    const auto kc = randn_half(kMaxKv * kv_row, rng), vc = randn_half(kMaxKv * kv_row, rng);
     DeviceBuffer<__half> dk(kc), dv(vc);
     DeviceBuffer<float> dsinks(randn(sh.n_heads, rng)), dout(kMaxTokens * q_row);
     const int64_t ws_floats = attention_workspace_floats(kMaxTokens, sh.n_heads, sh.head_dim);
@@ -217,10 +220,7 @@ TEST(AttentionKernel, SplitEpochsWrapPastZero) {
   const int32_t n_heads = 14, n_kv_heads = 2, head_dim = 64; // Qwen2.5's decode shape
   const int64_t kv_row = int64_t(n_kv_heads) * head_dim, q_row = int64_t(n_heads) * head_dim;
   constexpr int64_t kMaxKv = 2049;
-  const auto kf = randn(kMaxKv * kv_row, rng), vf = randn(kMaxKv * kv_row, rng);
-  std::vector<__half> kc(kf.size()), vc(vf.size());
-  for (size_t i = 0; i < kf.size(); ++i)
-    kc[i] = __float2half(kf[i]), vc[i] = __float2half(vf[i]);
+  const auto kc = randn_half(kMaxKv * kv_row, rng), vc = randn_half(kMaxKv * kv_row, rng);
   DeviceBuffer<__half> dk(kc), dv(vc);
   DeviceBuffer<float> dout(q_row);
   const int64_t ws_floats = attention_workspace_floats(1, n_heads, head_dim);
