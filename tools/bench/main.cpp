@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -177,15 +178,22 @@ struct Bench {
         [h](void *p) { h->vram_free(h->ctx, p); });
   }
 
-  // Prefill n tokens from position 0 and choose the first token: (TTFT s, prefill-only s).
-  std::pair<double, double> ttft(int n) {
+  // Prefill n tokens from position 0 and choose the first token. Seconds: TTFT, the prefill alone
+  // (forward + wait), and the host's enqueue of the forward. `before` runs just before the forward
+  // (a timeline's mark).
+  struct Prefill {
+    double total, prefill, enqueue;
+  };
+  Prefill ttft(int n, const std::function<void()> &before = {}) {
     auto ids = random_prompt(n);
     engine->begin_session(n + 8);
     wo::sampling::SamplingParams greedy;
     greedy.temperature = 0;
     engine->synchronize();
+    if (before) before();
     auto t0 = Clock::now();
     engine->forward(ids.data(), n, 0, false);
+    const double enqueue = secs_since(t0);
     engine->synchronize();
     double prefill = secs_since(t0);
     sampler->reset();
@@ -193,7 +201,7 @@ struct Bench {
     sampler->fetch_id();
     double total = secs_since(t0);
     engine->end_session();
-    return {total, prefill};
+    return {total, prefill, enqueue};
   }
 
   // One decode step as the worker queues it (generation/engine_backend.cpp): the forward of the
@@ -261,24 +269,18 @@ struct Bench {
     engine->end_session();
   }
 
-  // The kernel timeline of `reps` prefills of n tokens (after one warm-up), each its own "step":
-  // with the host's enqueue time of each forward, it says whether a short prompt's prefill waits on
-  // the GPU or on the launches (idle stretches inside the span, enqueue ~ the span).
+  // The kernel timeline of `reps` prefills of n tokens (after one warm-up; each its own "step", the
+  // first token's sampling kernels included): with the host's enqueue time of each forward, it says whether a
+  // short prompt's prefill waits on the GPU or on the launches (idle stretches inside the span, enqueue ~ the
+  // span).
   void timeline_prefill(wo::bench::KernelTimeline &tl, int n, int reps) {
     std::vector<uint64_t> marks;
     std::vector<double> enqueue_ms, total_ms;
     for (int i = 0; i <= reps; ++i) {
-      auto ids = random_prompt(n);
-      engine->begin_session(n + 8);
-      engine->synchronize();
-      if (i > 0) marks.push_back(tl.now());
-      const auto t0 = Clock::now();
-      engine->forward(ids.data(), n, 0, false);
-      const double enq = secs_since(t0) * 1e3;
-      engine->synchronize();
-      const double tot = secs_since(t0) * 1e3;
-      if (i > 0) enqueue_ms.push_back(enq), total_ms.push_back(tot);
-      engine->end_session();
+      const Prefill r = ttft(n, [&] {
+        if (i > 0) marks.push_back(tl.now());
+      });
+      if (i > 0) enqueue_ms.push_back(r.enqueue * 1e3), total_ms.push_back(r.prefill * 1e3);
     }
     marks.push_back(tl.now());
     const auto spans = tl.collect(marks.front());
@@ -437,9 +439,9 @@ int run_engine_bench(const Options &o) {
   for (int n : o.prompts) {
     std::vector<double> tt, pf;
     for (int r = 0; r < o.reps; ++r) {
-      auto [t, p] = b.ttft(n);
-      tt.push_back(t * 1e3);
-      pf.push_back(n / p);
+      const auto f = b.ttft(n);
+      tt.push_back(f.total * 1e3);
+      pf.push_back(n / f.prefill);
     }
     rows.push_back({n, median(tt), median(pf)});
   }
