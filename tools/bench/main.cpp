@@ -22,6 +22,8 @@
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -266,7 +268,34 @@ struct Bench {
     std::printf("timeline of %d decode steps at depth %d (decode graphs captured: %zu)\n", steps, depth,
                 engine->decode_graphs());
     wo::bench::KernelTimeline::report(stdout, spans, marks, o.timeline_rows);
+    cta_trace_dump();
     engine->end_session();
+  }
+
+  // WORKER_CTA_TRACE_OUT=dir: the loaded plugins of a trace build (cmake -DWORKER_CTA_TRACE=ON) write
+  // their per-CTA rings there, one file per plugin and ring, for tools/device/cta_trace.py. Each
+  // ring is a translation unit's (sdk/include/worker/cta_trace.cuh): its dump function is looked up
+  // in the plugin already loaded (RTLD_NOLOAD), not through the SDK, which a timing build leaves alone.
+  void cta_trace_dump() {
+    const char *out = std::getenv("WORKER_CTA_TRACE_OUT");
+    if (!out) return;
+    const std::string dir = o.plugin_dir.empty() ? wo::plugins::Registry::default_dir() : o.plugin_dir;
+    DIR *d = opendir(dir.c_str());
+    if (!d) return;
+    while (dirent *e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() < 4 || name.substr(name.size() - 3) != ".so") continue;
+      void *h = dlopen((dir + "/" + name).c_str(), RTLD_NOW | RTLD_NOLOAD);
+      if (!h) continue;
+      for (const char *sym : {"wo_cta_trace_dump_attention", "wo_cta_trace_dump_linear"}) {
+        auto fn = reinterpret_cast<int (*)(const char *)>(dlsym(h, sym));
+        if (!fn) continue;
+        const std::string path = std::string(out) + "/" + name + "." + sym + ".bin";
+        std::printf("cta trace: %s %s -> %d\n", name.c_str(), sym, fn(path.c_str()));
+      }
+      dlclose(h);
+    }
+    closedir(d);
   }
 
   // The kernel timeline of `reps` prefills of n tokens (after one warm-up; each its own "step", the
@@ -538,7 +567,8 @@ int main(int argc, char **argv) {
             "              cudaProfilerStart/Stop, for ncu --profile-from-start off)\n"
             "             [--profile-prefill N]  (one prefill of N tokens inside the same range)\n"
             "             [--timeline N] [--timeline-rows 24]  (decode N tokens at the first depth and\n"
-            "              print their kernels as they ran: busy and exposed time per kernel; CUPTI)\n"
+            "              print their kernels as they ran: busy and exposed time per kernel; CUPTI;\n"
+            "              with WORKER_CTA_TRACE_OUT=dir a trace build's per-CTA records go to dir)\n"
             "             [--timeline-prefill N]  (the same for --reps prefills of N tokens, with the\n"
             "              host's enqueue time: launch-bound or GPU-bound)\n"
             "             [--sample T,K,P,M]  (decode with temperature T, top-k K, top-p P, min-p M\n"

@@ -19,3 +19,6 @@ const TypeOps *GgmlCodec::ops(uint32_t type) {
 }
 
 } // namespace wo::quant
+
+// Trace builds (WORKER_CTA_TRACE): the GEMV kernels' per-CTA ring, for bench (worker/cta_trace.cuh).
+WO_CTA_TRACE_EXPORT(wo_cta_trace_dump_linear)

@@ -11,3 +11,6 @@ const TypeOps *Mxfp4Codec::ops(uint32_t type) {
 }
 
 } // namespace wo::quant
+
+// Trace builds (WORKER_CTA_TRACE): the GEMV kernels' per-CTA ring, for bench (worker/cta_trace.cuh).
+WO_CTA_TRACE_EXPORT(wo_cta_trace_dump_linear)

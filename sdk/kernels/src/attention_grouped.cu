@@ -22,6 +22,7 @@
 
 #include <worker/staged_x.cuh>
 
+#include <worker/cta_trace.cuh>
 #include <worker/env_switch.hpp>
 
 #include <algorithm>
@@ -239,6 +240,7 @@ __device__ __forceinline__ void merge_tagged(const AttnConsts &k, const uint64_t
   // this block's value sums until every thread had stored its share of the block's own state (a
   // warp with no share of it polls and arrives here first): the barrier first.
   __syncthreads();
+  WO_CTA_MARK(3); // (trace builds) every state polled
   float *rw = red_s + warp * (hd + 2);
   if (dims) rw[2 * lane] = acc0, rw[2 * lane + 1] = acc1;
   if (lane == 0) rw[hd] = m, rw[hd + 1] = l;
@@ -291,7 +293,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // Settled positions (fresh_on): the keys, an unused split's exit and the RoPE factors before the
   // wait, off the chain a decode step waits on; otherwise all of it after.
   const bool early = k.fresh_on && k.positions_settled;
-  if (!early) wo::pdl::enter();
+  if (!early) {
+    wo::pdl::enter();
+    WO_CTA_WAITED();
+  }
   // blockIdx.y: part hp of KV head kvh's group of heads (decode: one head per part; prefill: the
   // whole group). G: heads of this block.
   const int32_t kvh = blockIdx.y / k.head_parts, hp = blockIdx.y % k.head_parts, split = blockIdx.z;
@@ -382,7 +387,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       wo::pdl::prefetch_l2(vb + key * kv_row);
     }
   }
-  if (early) wo::pdl::enter();
+  if (early) {
+    wo::pdl::enter();
+    WO_CTA_WAITED();
+  }
   // kTagged with several splits: this call's epoch, loaded after the wait (the previous call's split 0
   // advanced it) into thread 0's register and only handed to epoch_s at the state stores, so that the
   // load's round trip overlaps the tiles. (Stored to epoch_s here, it stalled warp 0 and through it
@@ -398,7 +406,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   float *const c_odd_s = inv_s + kMaxRows;
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
-  if (k.fresh_on && split == r.used - 1) write_fresh_row(k, t0, kvh, cs_s);
+  if (k.fresh_on && split == r.used - 1) {
+    write_fresh_row(k, t0, kvh, cs_s);
+    WO_CTA_MARK(0); // (trace builds) the new row written
+  }
   if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f; // every row's state, keys or none
   __syncthreads();                                           // row_lo / row_hi, m_s / l_s
   int64_t lo = row_lo[0], hi = row_hi[0];                    // the union of the rows' keys
@@ -456,6 +467,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
         }
       }
       __syncthreads();
+      WO_CTA_MARK(1); // (trace builds) the queries staged
     }
     { // Scores: key tid / 2; the pair's threads take alternate 8-dimension chunks.
       float s[kR];
@@ -552,6 +564,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   if constexpr (kTagged)
     if (tid == 0) epoch_s = epoch;
   __syncthreads();
+  WO_CTA_MARK(2); // (trace builds) the last tile done
   const int n_out = R * hd;
   const auto block_sum_at = [&](int i) {
     float a = red_s[i];
@@ -749,6 +762,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 __global__ void __launch_bounds__(kThreads, 6)
     attention_grouped_one_row_kernel(const float *q, const __half *kc, const __half *vc, float *out,
                                      AttnConsts k) {
+  WO_CTA_SCOPE(wo::cta_trace::kAttention, k.head_dim);
   grouped_attention<1, 1>(q, kc, vc, out, k);
 }
 
@@ -901,3 +915,6 @@ bool attention_grouped(const float *q, const __half *k_cache, const __half *v_ca
 }
 
 } // namespace wo::kernels::detail
+
+// Trace builds (WORKER_CTA_TRACE): decode attention's per-CTA ring, for bench (worker/cta_trace.cuh).
+WO_CTA_TRACE_EXPORT(wo_cta_trace_dump_attention)

@@ -7,6 +7,7 @@
 #include "quant_common/cuda_ops.hpp"
 #include "quant_common/int8x_dots.cuh"
 
+#include <worker/cta_trace.cuh>
 #include <worker/pdl.cuh>
 #include <worker/rms_norm.cuh>
 #include <worker/swiglu.cuh>

@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
   auto *scale = reinterpret_cast<float *>(smem + 2 * p.cols);
   float *sum16 = scale + p.cols / 32;
   const XQ xq{hi, lo, scale, sum16};
+  WO_CTA_SCOPE(wo::cta_trace::kInt8xGemv, p.rows);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int sub = warp % ksplit;                                             // this warp's strips of the row
   const int rows_per_cta = kWarps / ksplit;                                  // rows a CTA takes per round
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
   if (fu.early && fu.norm_w) copy_norm_w(fu.norm_w, p.cols, norm_copy);
   if (stores_first && fu.bias) cp_async4(&first_add[warp][0], fu.bias + row_first);
   wo::pdl::enter();
+  WO_CTA_WAITED();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return; // the same for the whole CTA
@@ -192,6 +194,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
     stage_x_int8<kTerms>(p, q.x_off, hi, lo, scale, sum16, norm_w, fu.norm_eps, fu.glu_up,
                          fu.norm_late ? late_part : nullptr, fu.x_staged);
     __syncthreads();
+    WO_CTA_MARK(1); // (trace builds) x staged
     const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // Rounds are uniform across the CTA (ksplit > 1 meets at a barrier per round); a row past the
     // end is computed on the last row and not stored.

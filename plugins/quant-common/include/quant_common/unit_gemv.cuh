@@ -214,6 +214,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     gemv_units_kernel(const GemvParams p, const Segments seg, const Fusion fu, const UnitGrid ug) {
   using T = UnitDot<D>;
   using Ld = UnitLoad<D>;
+  WO_CTA_SCOPE(M == Int8xMode::Swiglu ? wo::cta_trace::kUnitGemvSwiglu : wo::cta_trace::kUnitGemv, p.rows);
   constexpr int kGroupsPerBlock = D::QK / 32;
   constexpr int kSplit = UnitSplit<T>::value;         // lanes per unit's bytes (Q6_K: 2)
   constexpr int kChunkData = 32 / kSplit * T::BYTES;  // one unit per lane
@@ -426,6 +427,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   const int col_first = (c0 * kStepBlocks + lane * T::U / kSplit) % ug.blocks_per_row;
   const int col_step = c_step * kStepBlocks % ug.blocks_per_row;
   wo::pdl::enter();
+  WO_CTA_WAITED();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
     Problem q;
     if (!resolve<1>(p, prob, q)) return;       // the same for the whole CTA
@@ -453,6 +455,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         p, q.x_off, hi, lo, meta, fu.norm_w, fu.norm_eps, fu.glu_up, fu.norm_late ? late_part : nullptr,
         fu.x_staged);
     __syncthreads();
+    WO_CTA_MARK(1); // (trace builds) x staged
     const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
     // part[] into y: linear_fused's epilogue, or SwiGLU. By warp the warp's whole group; tiled the
@@ -572,11 +575,13 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       reduce_rows(grp, 0, kRowsPerPass);
       __syncwarp(); // the next group overwrites part[]
     }
-    if (tiled) { // CTA-uniform
+    if (tiled) {    // CTA-uniform
       if (tiled_early)
         cp_async_wait<0>(); // this thread's bias and residual copies (its warp may have no items)
       __syncthreads();      // every warp's dots of the group are in part[], the copies too
+      WO_CTA_MARK(3);       // (trace builds) every warp's dots done
       if (first_group < ug.n_groups) reduce_rows(first_group, warp * kRowsPerPass, kUnitWarps * kRowsPerPass);
+      WO_CTA_MARK(0); // (trace builds) thread 0's rows stored
     }
     if constexpr (M == Int8xMode::Swiglu)
       if (ug.staged_rounds) { // CTA-uniform: the CTA's SwiGLU rows as staged terms for the next GEMV
@@ -592,6 +597,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         }
       }
     cp_async_wait<0>(); // nothing left in flight into the stages
+    WO_CTA_MARK(2);     // (trace builds) the problem done
   }
 }
 
