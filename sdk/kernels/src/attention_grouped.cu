@@ -299,7 +299,14 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   }
   // blockIdx.y: part hp of KV head kvh's group of heads (decode: one head per part; prefill: the
   // whole group). G: heads of this block.
-  const int32_t kvh = blockIdx.y / k.head_parts, hp = blockIdx.y % k.head_parts, split = blockIdx.z;
+  // Tagged states: splits in reverse block order. The GPU dispatches a grid's blocks in linear order,
+  // and where it cannot hold the whole grid beside the previous kernel's CTAs (Qwen2.5 at depth
+  // 2048: 462 blocks beside the q/k/v pass's) the last z slice waits for those CTAs to leave. That
+  // slice is then split 0, which merges the others' states and waits for them anyway, rather than
+  // the split of the newest keys, which writes the new row and was the merge's straggler (per-CTA
+  // trace, docs/perf.md, thirty-seventh session).
+  const int32_t kvh = blockIdx.y / k.head_parts, hp = blockIdx.y % k.head_parts;
+  const int32_t split = static_cast<int32_t>(kTagged ? gridDim.z - 1 - blockIdx.z : blockIdx.z);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int32_t hd = k.head_dim, group = k.n_heads / k.n_kv_heads;
   const int32_t per_part = (group + k.head_parts - 1) / k.head_parts;
