@@ -153,6 +153,7 @@ struct Bench {
   const Options &o;
   std::unique_ptr<wo::engine::Engine> engine;
   std::unique_ptr<wo::sampling::GpuSampler> sampler;
+  const std::string plugin_dir; // the engine's (--plugin-dir or the registry's default)
   // WORKER_RUN_AHEAD=0: decode steps queued after the host's wait for the token before them, as the
   // worker then queues them (generation/engine_backend.cpp).
   const bool run_ahead = !wo::env_switched_off("WORKER_RUN_AHEAD");
@@ -279,13 +280,12 @@ struct Bench {
   void cta_trace_dump() {
     const char *out = std::getenv("WORKER_CTA_TRACE_OUT");
     if (!out) return;
-    const std::string dir = o.plugin_dir.empty() ? wo::plugins::Registry::default_dir() : o.plugin_dir;
-    DIR *d = opendir(dir.c_str());
+    DIR *d = opendir(plugin_dir.c_str());
     if (!d) return;
     while (dirent *e = readdir(d)) {
       const std::string name = e->d_name;
       if (name.size() < 4 || name.substr(name.size() - 3) != ".so") continue;
-      void *h = dlopen((dir + "/" + name).c_str(), RTLD_NOW | RTLD_NOLOAD);
+      void *h = dlopen((plugin_dir + "/" + name).c_str(), RTLD_NOW | RTLD_NOLOAD);
       if (!h) continue;
       for (const char *sym : {"wo_cta_trace_dump_attention", "wo_cta_trace_dump_linear"}) {
         auto fn = reinterpret_cast<int (*)(const char *)>(dlsym(h, sym));
@@ -423,7 +423,7 @@ int run_engine_bench(const Options &o) {
     cold.load(eo);
   }
   double load_cold = secs_since(t0);
-  Bench b{o, std::make_unique<wo::engine::Engine>(), nullptr};
+  Bench b{o, std::make_unique<wo::engine::Engine>(), nullptr, eo.plugin_dir};
   t0 = Clock::now();
   b.engine->load(eo);
   double load_warm = secs_since(t0);
