@@ -211,8 +211,7 @@ struct Bench {
   // device's last id at `pos`, the sampler's kernels and the new id's publication; its ticket.
   int queue_step(int64_t pos) {
     engine->forward(sampler->device_id(), 1, pos, false, true);
-    sampler->sample(engine->logits_device(), o.decode, next_u());
-    return sampler->request_id();
+    return sampler->sample_request(engine->logits_device(), o.decode, next_u());
   }
 
   // Waits for `ticket`'s token and queues the step at `pos` (pos < 0: none) in the worker's order:
@@ -236,8 +235,7 @@ struct Bench {
     engine->begin_session(depth + steps + 16);
     sampler->reset();
     engine->forward(ids.data(), depth, 0, false);
-    sampler->sample(engine->logits_device(), o.decode, next_u());
-    int ticket = sampler->request_id();
+    int ticket = sampler->sample_request(engine->logits_device(), o.decode, next_u());
     for (int i = 0; i < 8 + steps; ++i) {
       if (i >= 8) at_step(i - 8);
       ticket = wait_and_queue(ticket, depth + i);

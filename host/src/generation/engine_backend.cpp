@@ -166,8 +166,7 @@ wo::http::JobResult EngineBackend::run_job(const wo::http::JobRequest &req, wo::
     const auto queue_token = [&](int64_t i) {
       if (i == debug_step_) engine_->dump_logits(debug_step_file_);
       const double u = sp.greedy() ? 0.0 : wo::sampling::uniform_from_bits(rng());
-      sampler_->sample(engine_->logits_device(), sp, u);
-      return sampler_->request_id();
+      return sampler_->sample_request(engine_->logits_device(), sp, u);
     };
     // The step that reads token i (the device's copy) and samples token i + 1.
     const auto queue_step = [&](int64_t i) {

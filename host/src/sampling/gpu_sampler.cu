@@ -50,9 +50,10 @@ __global__ void prepare_kernel(const float *logits, const uint8_t *seen, float p
 }
 
 // Greedy: argmax of the penalised logits, lowest id on ties (NaN never wins; all NaN gives id 0).
-// Two passes so that the whole GPU reads the vocabulary (one block took 62 us over 151936 logits on
+// Many blocks so that the whole GPU reads the vocabulary (one block took 62 us over 151936 logits on
 // an H100, a tenth of a 0.5B model's decode step): kArgmaxBlocks blocks each reduce a strided share
-// into (value, id) partials, then one block reduces the partials, writes the id and marks it seen.
+// into (value, id) partials, then the last of them reduces the partials, writes the id and marks it
+// seen (argmax_kernel).
 constexpr int kArgmaxBlocks = 264; // two per SM of an H100
 constexpr int kArgmaxThreads = 256;
 
@@ -84,8 +85,14 @@ __device__ void block_argmax(float &bv, int32_t &bi) {
   }
 }
 
-__global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, float penalty, int64_t n,
-                                      float *part_v, int32_t *part_i) {
+// Greedy in one launch: each block reduces its strided share into its (value, id) partial, and the
+// block that finishes last (a ticket per launch, which that block resets to zero) reduces the
+// partials, writes the id, marks it seen and, given h_slot, publishes it to the host as
+// publish_id_kernel does. Why: the final reduction and the publication were two more launches
+// after the partials, each a kernel boundary on the step's chain (H100 timeline, Qwen2.5 decode:
+// argmax partial 3.9 us, final 1.9, publication 2.0 exposed per step).
+__global__ void argmax_kernel(const float *logits, uint8_t *seen, float penalty, int64_t n, float *part_v,
+                              int32_t *part_i, unsigned *ticket, int32_t *out_id, int32_t *h_slot) {
   pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
   float bv = -INFINITY;
   int32_t bi = INT_MAX;
@@ -94,19 +101,29 @@ __global__ void argmax_partial_kernel(const float *logits, const uint8_t *seen, 
     better(bv, bi, penalised_logit(logits, seen, penalty, i), static_cast<int32_t>(i));
   }
   block_argmax(bv, bi);
-  if (threadIdx.x == 0) part_v[blockIdx.x] = bv, part_i[blockIdx.x] = bi;
-}
-
-__global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, int n_parts, int32_t *out_id,
-                                    uint8_t *seen) {
-  pdl::enter(); // launched with pdl::launch (greedy decode: one kernel after the step)
-  float bv = -INFINITY;
-  int32_t bi = INT_MAX;
-  for (int i = threadIdx.x; i < n_parts; i += blockDim.x)
-    better(bv, bi, part_v[i], part_i[i]);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    part_v[blockIdx.x] = bv, part_i[blockIdx.x] = bi;
+    __threadfence(); // the partial before the ticket: the last block's reads below see it
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  // Every other block took its ticket after its partial and after its reads of `seen`, so the
+  // partials are complete (read from L2, past this SM's L1) and marking the choice seen is safe.
+  __threadfence();
+  bv = -INFINITY, bi = INT_MAX;
+  for (int i = threadIdx.x; i < static_cast<int>(gridDim.x); i += blockDim.x)
+    better(bv, bi, __ldcg(part_v + i), __ldcg(part_i + i));
   block_argmax(bv, bi);
   if (threadIdx.x == 0) {
-    choose(out_id, seen, bi == INT_MAX ? 0 : bi);
+    *ticket = 0; // for the next launch (stream-ordered after this one)
+    const int32_t id = bi == INT_MAX ? 0 : bi;
+    choose(out_id, seen, id);
+    if (h_slot) {
+      *static_cast<volatile int32_t *>(h_slot) = id;
+      __threadfence_system();
+    }
   }
 }
 
@@ -768,6 +785,7 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
   d_vals_sorted_ = static_cast<int32_t *>(take(n * sizeof(int32_t)));
   d_seen_ = static_cast<uint8_t *>(take(n));
   d_id_ = static_cast<int32_t *>(take(sizeof(int32_t)));
+  d_ticket_ = static_cast<unsigned *>(take(sizeof(unsigned)));
   d_temp_ = take(temp_bytes_ ? temp_bytes_ : 1);
   d_nucleus_ = take(nucleus_bytes(n_vocab));
   try {
@@ -778,6 +796,7 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
                "the pinned id buffer's device address");
     for (cudaEvent_t &e : copied_)
       cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "id publication event");
+    cuda_check(cudaMemsetAsync(d_ticket_, 0, sizeof(unsigned), stream_), "clearing the argmax ticket");
   } catch (...) {
     this->~GpuSampler();
     throw;
@@ -786,12 +805,14 @@ GpuSampler::GpuSampler(int64_t n_vocab, cudaStream_t stream, Alloc alloc, Free f
 }
 
 GpuSampler::~GpuSampler() {
-  for (void *p : {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_),
-                  static_cast<void *>(d_vals_), static_cast<void *>(d_vals_sorted_),
-                  static_cast<void *>(d_seen_), static_cast<void *>(d_id_), d_temp_, d_nucleus_})
+  for (void *p :
+       {static_cast<void *>(d_keys_), static_cast<void *>(d_keys_sorted_), static_cast<void *>(d_vals_),
+        static_cast<void *>(d_vals_sorted_), static_cast<void *>(d_seen_), static_cast<void *>(d_id_),
+        static_cast<void *>(d_ticket_), d_temp_, d_nucleus_})
     if (p) free_(p);
   d_keys_ = d_keys_sorted_ = nullptr;
   d_vals_ = d_vals_sorted_ = d_id_ = nullptr;
+  d_ticket_ = nullptr;
   d_seen_ = nullptr;
   d_temp_ = d_nucleus_ = nullptr;
   if (h_id_) cudaFreeHost(h_id_);
@@ -807,16 +828,26 @@ void GpuSampler::reset() {
 }
 
 void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) {
+  (void)draw(logits, p, u, nullptr);
+}
+
+int GpuSampler::sample_request(const float *logits, const SamplingParams &p, double u) {
+  const int slot = next_slot_;
+  if (!draw(logits, p, u, h_id_dev_ + slot)) return request_id();
+  next_slot_ = (next_slot_ + 1) % kIdSlots;
+  cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id's publication");
+  return slot;
+}
+
+bool GpuSampler::draw(const float *logits, const SamplingParams &p, double u, int32_t *h_slot) {
   if (p.greedy()) { // the sort buffers (n_vocab entries) are free in this path: they hold the partials
     const int parts = static_cast<int>(
         std::min<int64_t>(kArgmaxBlocks, (n_vocab_ + kArgmaxThreads - 1) / kArgmaxThreads)); // <= n_vocab
-    cuda_check(pdl::launch(argmax_partial_kernel, parts, kArgmaxThreads, 0, stream_, logits, d_seen_,
-                           p.repetition_penalty, n_vocab_, d_keys_sorted_, d_vals_sorted_),
-               "argmax partial kernel");
-    cuda_check(pdl::launch(argmax_final_kernel, 1, kArgmaxThreads, 0, stream_, d_keys_sorted_, d_vals_sorted_,
-                           parts, d_id_, d_seen_),
-               "argmax final kernel");
-    return;
+    cuda_check(pdl::launch(argmax_kernel, parts, kArgmaxThreads, 0, stream_, logits, d_seen_,
+                           p.repetition_penalty, n_vocab_, d_keys_sorted_, d_vals_sorted_, d_ticket_, d_id_,
+                           h_slot),
+               "argmax kernel");
+    return true;
   }
   const float inv_t = 1.0f / p.temperature;
   const int64_t n_chunks = (n_vocab_ + kThreads - 1) / kThreads;
@@ -833,7 +864,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                            chunk_sums, static_cast<int>(n_chunks), p.min_p, static_cast<float>(u), d_id_,
                            d_seen_),
                "unsorted draw kernel");
-    return;
+    return false;
   }
   if (fast_paths_ && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.top_p < 1.0f && n_chunks <= kThreads) {
     float *chunk_max_keys = d_keys_sorted_;
@@ -857,7 +888,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
     cuda_check(pdl::launch(nucleus_draw_kernel, 1, kThreads, 0, stream_, d_keys_, n_vocab_, chunk_max_keys,
                            nc, p.min_p, static_cast<float>(u), nb, d_id_, d_seen_),
                "nucleus draw kernel");
-    return;
+    return false;
   }
   if (fast_paths_ && p.top_k > 0 && p.top_k < n_vocab_ && p.top_k <= kSelectMaxK) {
     const int64_t tiles = (n_vocab_ + kTileKeys - 1) / kTileKeys;
@@ -872,7 +903,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
                              static_cast<int>(n_cand), d_keys_, p.top_k, p.top_p, p.min_p,
                              static_cast<float>(u), d_id_, d_seen_),
                  "top-k draw kernel");
-      return;
+      return false;
     }
   }
   const int blocks = static_cast<int>((n_vocab_ + 255) / 256);
@@ -887,6 +918,7 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
   filter_draw_kernel<<<1, kThreads, 0, stream_>>>(d_keys_sorted_, d_vals_sorted_, n_vocab_, p.top_k, p.top_p,
                                                   p.min_p, static_cast<float>(u), d_id_, d_seen_);
   cuda_check(cudaGetLastError(), "filter/draw kernel");
+  return false;
 }
 
 int GpuSampler::request_id() {

@@ -45,6 +45,10 @@ public:
   int request_id();
   int32_t wait_id(int ticket);
 
+  // sample() then request_id() in one: the same id, history and ticket. Greedy publishes the id
+  // from its choosing kernel (no publication kernel after it); other paths queue request_id's.
+  int sample_request(const float *logits, const SamplingParams &params, double u);
+
   // The paths that skip the vocabulary sort: top-k requests whose candidates fit one block (the
   // sorted path's draws, id for id), and requests without top-k (the same distribution, drawn in id
   // order; top-p's nucleus by a select on the keys' bits). false sorts everything
@@ -52,6 +56,10 @@ public:
   void set_fast_paths(bool on) { fast_paths_ = on; }
 
 private:
+  // sample()'s kernels; given h_slot (the mapped slot's device address), a path that can also writes
+  // the id there from its last kernel and returns true (greedy), the others return false.
+  bool draw(const float *logits, const SamplingParams &params, double u, int32_t *h_slot);
+
   int64_t n_vocab_;
   cudaStream_t stream_;
   Free free_;
@@ -59,6 +67,7 @@ private:
   int32_t *d_vals_ = nullptr, *d_vals_sorted_ = nullptr;
   uint8_t *d_seen_ = nullptr;
   int32_t *d_id_ = nullptr;
+  unsigned *d_ticket_ = nullptr; // greedy's last-block ticket (argmax_kernel), zero between launches
   void *d_temp_ = nullptr;
   void *d_nucleus_ = nullptr; // top-p without sorting: histogram, select state, per-chunk sums
   size_t temp_bytes_ = 0;

@@ -118,14 +118,19 @@ void check_distribution(int64_t n, const std::vector<float> &logits, const Sampl
   std::printf("  chi2=%.1f df=%d critical(1e-4)=%.1f\n", chi2, bins - 1, crit);
 }
 
-// The greedy choice of f's sampler over logits l, with the history cleared.
+// The greedy choice of f's sampler over logits l, with the history cleared, taken both ways:
+// sample() then fetch_id(), and sample_request() (the choosing kernel publishes the id itself).
 int32_t greedy_id(Fixture &f, const std::vector<float> &l) {
   SamplingParams sp;
   sp.temperature = 0.0f;
   f.upload(l);
   f.sampler->reset();
   f.sampler->sample(f.d_logits, sp, 0.5);
-  return f.sampler->fetch_id();
+  const int32_t fetched = f.sampler->fetch_id();
+  f.sampler->reset();
+  const int32_t published = f.sampler->wait_id(f.sampler->sample_request(f.d_logits, sp, 0.5));
+  EXPECT_EQ(published, fetched) << "sample_request against sample + fetch_id";
+  return published;
 }
 
 } // namespace
@@ -214,6 +219,45 @@ TEST(GpuSampler, TicketsKeepTheirIdsWhileTheNextIsChosen) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(std::set<int32_t>(want.begin(), want.end()).size(), want.size()) << "choices should differ";
   EXPECT_THROW(f.sampler->wait_id(GpuSampler::kIdSlots), std::exception);
+}
+
+// sample_request queued the way the worker queues decode (each choice requested before the previous
+// ticket is waited for) gives the ids of sample() + fetch_id() one at a time: greedy (its last block
+// takes a ticket that it resets for the next launch; the penalty makes every choice differ, so a
+// stale partial or ticket shows) and the sampling paths (their publication kernel), at vocabulary
+// sizes of one argmax block, a few and the full 264.
+TEST(GpuSampler, SampleRequestGivesTheIdsOfSampleThenFetch) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  for (const int64_t n : {int64_t{200}, int64_t{1000}, int64_t{151936}}) {
+    Fixture f(n);
+    f.upload(random_logits(static_cast<size_t>(n), 40 + static_cast<uint32_t>(n % 97), 3.0f));
+    for (const SamplingParams &sp :
+         {mk(0.0f, 0, 1.0f, 0.0f, 1e6f), mk(0.8f, 40, 0.95f, 0.0f, 1.3f), mk(1.0f, 0, 1.0f, 0.05f, 1.3f)}) {
+      constexpr int kSteps = 12;
+      std::vector<double> us;
+      std::mt19937 rng(5);
+      for (int i = 0; i < kSteps; ++i)
+        us.push_back(std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+      std::vector<int32_t> want, got;
+      f.sampler->reset();
+      for (int i = 0; i < kSteps; ++i) {
+        f.sampler->sample(f.d_logits, sp, us[static_cast<size_t>(i)]);
+        want.push_back(f.sampler->fetch_id());
+      }
+      f.sampler->reset();
+      int ticket = f.sampler->sample_request(f.d_logits, sp, us[0]);
+      for (int i = 1; i <= kSteps; ++i) {
+        const int next =
+            i < kSteps ? f.sampler->sample_request(f.d_logits, sp, us[static_cast<size_t>(i)]) : -1;
+        got.push_back(f.sampler->wait_id(ticket));
+        ticket = next;
+      }
+      EXPECT_EQ(got, want) << "n " << n << " temperature " << sp.temperature << " top_k " << sp.top_k;
+      if (sp.greedy() && n >= kSteps) {
+        EXPECT_EQ(std::set<int32_t>(want.begin(), want.end()).size(), want.size()) << "choices should differ";
+      }
+    }
+  }
 }
 
 TEST(GpuSampler, SameUniformSameId) {
