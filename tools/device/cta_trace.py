@@ -9,8 +9,9 @@ Layout (sdk/include/worker/cta_trace.cuh): 8 bytes (records ever written), then 
 records {kind << 24 | info, smid << 24 | block, t_entry, t_wait_returned, t_exit, mark[4]} (ns).
 Kinds: 1 decode attention (info: head_dim), 2 int8x GEMV (info: rows), 3 unit GEMV, 4 unit SwiGLU.
 Marks: attention 0 new K/V row written, 1 queries staged, 2 last tile done, 3 every split state
-polled (split 0 of a split query); GEMVs 1 x staged; unit GEMVs 0 thread 0's rows stored (tiled
-grids), 2 the problem done (the last cp.async waited for), 3 every warp's dots done (tiled grids).
+polled (split 0 of a split query); GEMVs 1 x staged; int8x GEMV 2 warp 0's first dot summed, 3 its
+row stored; unit GEMVs 0 thread 0's rows stored (tiled grids), 2 the problem done (the last cp.async
+waited for), 3 every warp's dots done (tiled grids).
 
 Output:
 - per kernel after kernel (the chain as launched, a launch = one kind and info, split where entries

@@ -214,20 +214,28 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
                                                  : q.w + row * p.row_bytes;
       // The warp's dot of weight row wr (of type decltype(tag)::type) with the staged x: its strips
       // of 32 parts, kInt8xUnroll parts per lane per step, all loads issued before any is used:
-      // rows are short (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the last
-      // part (an L1 hit) and drops it instead of leaving a remainder loop that serializes the loads.
-      const int64_t step = static_cast<int64_t>(32) * ksplit;
+      // rows are short (896 columns = 112 Q8_0 parts), so a lane past the end re-reads the row's
+      // last block (an L1 hit) and drops it instead of leaving a remainder loop that serializes the
+      // loads. PARTS divides 32, so a lane's part within its blocks is the same at every step and
+      // its blocks advance by a fixed count: 32-bit block indices, no division per part. (With
+      // 64-bit part indices divided per part, index math and predicates were ~400 of the ~460
+      // instructions a warp spent on a 896-column Q5_0 row, 16 of them dp4a: ncu source counters,
+      // Qwen2.5's q/k/v pass, H100; the warp's chain, not memory, is what the pass waits on.)
+      const int step = 32 * ksplit;
       const auto row_dot = [&](auto tag, const uint8_t *wr) {
         using T = typename decltype(tag)::type;
         using X = XDot<T>;
-        const int64_t n_parts = kMixed ? p.cols / T::QK * X::PARTS : n_parts_d;
+        static_assert(32 % X::PARTS == 0, "a lane's part is the same in every strip");
+        const int n_parts = static_cast<int>(kMixed ? p.cols / T::QK * X::PARTS : n_parts_d);
+        const int first = 32 * sub + lane, part = first % X::PARTS;
+        const int last_blk = n_parts / X::PARTS - 1, blk_step = step / X::PARTS;
         float acc = 0.0f;
-        for (int64_t i0 = 32 * sub + lane; i0 < n_parts; i0 += step * kInt8xUnroll) {
+        for (int i0 = first; i0 < n_parts; i0 += step * kInt8xUnroll) {
+          const int blk0 = i0 / X::PARTS;
 #pragma unroll
           for (int u = 0; u < kInt8xUnroll; ++u) {
-            const int64_t i = min(i0 + step * u, n_parts - 1);
-            const int64_t blk = i / X::PARTS;
-            const float v = X::template dot<kTerms>(wr + blk * T::BYTES, static_cast<int>(i % X::PARTS), xq,
+            const int blk = min(blk0 + blk_step * u, last_blk);
+            const float v = X::template dot<kTerms>(wr + static_cast<int64_t>(blk) * T::BYTES, part, xq,
                                                     blk * (T::QK / 32));
             acc += i0 + step * u < n_parts ? v : 0.0f;
           }
@@ -235,6 +243,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
         return warp_sum(acc);
       };
       float acc = kMixed && alt ? row_dot(TypeTag<DB>{}, w) : row_dot(TypeTag<D>{}, w);
+      if (r0 == first_row) WO_CTA_MARK(2); // (trace builds) warp 0's first dot summed
       float up = M == Int8xMode::Swiglu ? row_dot(TypeTag<D>{}, seg.w[1] + row * p.row_bytes) : 0.0f;
       if (fu.norm_late) acc = __fmul_rn(acc, late_inv), up = __fmul_rn(up, late_inv);
       if (ksplit > 1) { // the row's warp sums in warp order (gate's and up's alike)
@@ -255,6 +264,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kInt8xCtasPerSm * kInt8xWarps) /
         if (fu.accumulate)
           acc = __fadd_rn(first ? first_add[warp][1] : static_cast<const float *>(y)[yi], acc);
         store_y(y, yi, acc, p.y_f16);
+        if (r0 == first_row) WO_CTA_MARK(3); // (trace builds) warp 0's first row stored
       }
     }
   }
