@@ -156,4 +156,22 @@ TEST(UnitGridAlignment, FourBlockUnitsKeepTheirDotsOnSixteenBytes) {
   expect_float4_units<qd::DecMXFP4>(wo::ggml::MXFP4);
 }
 
+// The kernel takes a unit's block column as x - umulhi(x, nb_magic) * blocks_per_row (no division
+// after its PDL wait), which is x % blocks_per_row only while x * blocks_per_row < 2^32. Its x stay
+// below 2^12 (warp 15's first chunk of 8-block units: 15 x 256 + 31 x 8), and a row the unit
+// kernel's shared memory holds has fewer than 4096 blocks: every such pair, with the reciprocal
+// unit_grid computes for a real grid's row.
+TEST(UnitGridColumns, ReciprocalGivesTheBlockColumnExactly) {
+  const auto g = grid<qd::DecQ8_0>(wo::ggml::Q8_0, 896, 4864);
+  ASSERT_GT(g.n_groups, 0);
+  ASSERT_EQ(g.nb_magic, static_cast<uint32_t>((uint64_t{1} << 32) / 152 + 1)) << "4864 columns: 152 blocks";
+  for (uint32_t nb = 2; nb < 4096; ++nb) {
+    const auto magic = static_cast<uint32_t>((uint64_t{1} << 32) / nb + 1);
+    for (uint32_t x = 0; x < (1u << 12); ++x) {
+      const auto q = static_cast<uint32_t>((static_cast<uint64_t>(x) * magic) >> 32);
+      ASSERT_EQ(x - q * nb, x % nb) << "x " << x << ", " << nb << " blocks per row";
+    }
+  }
+}
+
 } // namespace

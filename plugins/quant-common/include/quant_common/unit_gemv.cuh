@@ -132,6 +132,9 @@ struct UnitGrid {
   // Tile chunks (tile_w > 0, the kernel's kTiles instances): see unit_tile_w and unit_tile_lanes.
   // lanes_per_row: lane units per row (whole: no unit ends in the next row).
   int tile_w = 0, lanes_per_row = 0;
+  // floor(2^32 / blocks_per_row) + 1 where blocks_per_row >= 2: x / blocks_per_row is exactly
+  // __umulhi(x, nb_magic) for x * blocks_per_row < 2^32 (the kernel's block columns, see col_first).
+  uint32_t nb_magic = 0;
 };
 
 // Tile chunks: a chunk is kTileW lane units of 32 / kTileW consecutive rows at the same columns
@@ -424,8 +427,15 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
   // The block column of this lane's first unit in chunk c of a group (groups start on a row):
   // block (32 c + lane) U / kSplit mod blocks_per_row, stepped per item by c_step kStepBlocks mod nb.
   constexpr int kStepBlocks = 32 * T::U / kSplit;
-  const int col_first = (c0 * kStepBlocks + lane * T::U / kSplit) % ug.blocks_per_row;
-  const int col_step = c_step * kStepBlocks % ug.blocks_per_row;
+  // x % blocks_per_row by the host's reciprocal (x < 2^12: 15 x 256 + 31 x 8 at most, so exact for
+  // any row the shared memory holds): the compiler puts this index math after the PDL wait, where a
+  // runtime division cost every warp ~40 instructions on the chain (ncu source counters, H100).
+  const auto col_of = [&](uint32_t x) {
+    const auto nb = static_cast<uint32_t>(ug.blocks_per_row);
+    return static_cast<int>(nb < 2 ? 0u : x - __umulhi(x, ug.nb_magic) * nb);
+  };
+  const int col_first = col_of(c0 * kStepBlocks + lane * T::U / kSplit);
+  const int col_step = col_of(c_step * kStepBlocks);
   wo::pdl::enter();
   WO_CTA_WAITED();
   for (int64_t prob = blockIdx.y;; prob += gridDim.y) {
@@ -575,7 +585,7 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
       reduce_rows(grp, 0, kRowsPerPass);
       __syncwarp(); // the next group overwrites part[]
     }
-    if (tiled) {    // CTA-uniform
+    if (tiled) { // CTA-uniform
       if (tiled_early)
         cp_async_wait<0>(); // this thread's bias and residual copies (its warp may have no items)
       __syncthreads();      // every warp's dots of the group are in part[], the copies too
@@ -700,6 +710,7 @@ UnitGrid unit_grid(const GemvParams &p, const Segments &seg, bool allow_tiles = 
     g.n_groups = p.rows / std::max(best, 1);
     g.rows_per_group = best;
     g.blocks_per_row = static_cast<int>(nb);
+    g.nb_magic = nb >= 2 ? static_cast<uint32_t>((uint64_t{1} << 32) / static_cast<uint64_t>(nb) + 1) : 0u;
     g.units_per_group = static_cast<int>(halves * best * nb * UnitSplit<T>::value / T::U);
     g.copy_bytes = copy_bytes(best);
     g.tile_w = best_tiles ? unit_tile_w<D>() : 0;
