@@ -56,8 +56,8 @@ public:
   void set_fast_paths(bool on) { fast_paths_ = on; }
 
 private:
-  // sample()'s kernels; given h_slot (the mapped slot's device address), a path that can also writes
-  // the id there from its last kernel and returns true (greedy), the others return false.
+  // sample()'s kernels; given h_slot (the mapped slot's device address), greedy's last kernel also
+  // writes the id there and draw returns true; the other paths return false.
   bool draw(const float *logits, const SamplingParams &params, double u, int32_t *h_slot);
 
   int64_t n_vocab_;
