@@ -832,11 +832,9 @@ void GpuSampler::sample(const float *logits, const SamplingParams &p, double u) 
 }
 
 int GpuSampler::sample_request(const float *logits, const SamplingParams &p, double u) {
-  const int slot = next_slot_;
-  if (!draw(logits, p, u, h_id_dev_ + slot)) return request_id();
-  next_slot_ = (next_slot_ + 1) % kIdSlots;
-  cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id's publication");
-  return slot;
+  // draw's greedy path writes the id into the slot publish takes next
+  const bool published = draw(logits, p, u, h_id_dev_ + next_slot_);
+  return publish(!published);
 }
 
 bool GpuSampler::draw(const float *logits, const SamplingParams &p, double u, int32_t *h_slot) {
@@ -921,12 +919,15 @@ bool GpuSampler::draw(const float *logits, const SamplingParams &p, double u, in
   return false;
 }
 
-int GpuSampler::request_id() {
+int GpuSampler::request_id() { return publish(true); }
+
+int GpuSampler::publish(bool launch_kernel) {
   const int slot = next_slot_;
   next_slot_ = (next_slot_ + 1) % kIdSlots;
-  cuda_check(
-      pdl::launch(publish_id_kernel, 1, 1, 0, stream_, static_cast<const int32_t *>(d_id_), h_id_dev_ + slot),
-      "publishing the id");
+  if (launch_kernel)
+    cuda_check(pdl::launch(publish_id_kernel, 1, 1, 0, stream_, static_cast<const int32_t *>(d_id_),
+                           h_id_dev_ + slot),
+               "publishing the id");
   cuda_check(cudaEventRecord(copied_[slot], stream_), "recording the id's publication");
   return slot;
 }

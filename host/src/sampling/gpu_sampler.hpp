@@ -59,6 +59,9 @@ private:
   // sample()'s kernels; given h_slot (the mapped slot's device address), greedy's last kernel also
   // writes the id there and draw returns true; the other paths return false.
   bool draw(const float *logits, const SamplingParams &params, double u, int32_t *h_slot);
+  // The next slot's ticket: its id's write (the publication kernel, unless the id is already on its
+  // way there) and the event that marks it written.
+  int publish(bool launch_kernel);
 
   int64_t n_vocab_;
   cudaStream_t stream_;
