@@ -38,8 +38,17 @@ __device__ __forceinline__ float warp_total(float v) {
 __device__ __forceinline__ void publish(float *part, float warp_sum) {
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32 % (kThreads / 32)] = warp_sum;
 }
+// Each group of eight lanes adds the eight parts in warp_total's tree, three shuffle steps instead of
+// five: where lanes 8..31 held zeros, the steps 16 and 8 added +0 to non-negative sums (no bit
+// changes), and every lane of a butterfly gets the same bits (each step adds a + b or b + a).
 __device__ __forceinline__ float part_total(const float *part) {
-  return warp_total(threadIdx.x % 32 < kThreads / 32 ? part[threadIdx.x % 32] : 0.0f);
+  constexpr int kParts = kThreads / 32;
+  static_assert(kParts == 8, "three shuffle steps add eight parts");
+  float v = part[threadIdx.x % kParts];
+#pragma unroll
+  for (int o = kParts / 2; o > 0; o >>= 1)
+    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 __device__ __forceinline__ float block_sum(float v) {
   __shared__ float part[kThreads / 32];

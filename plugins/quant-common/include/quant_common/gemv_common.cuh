@@ -267,10 +267,11 @@ struct Staged8 {
   int hs16, ls16;
 };
 template <int kTerms> __device__ __forceinline__ Staged8 quantize_x8(const float (&v)[8]) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    amax = fmaxf(amax, fabsf(v[i]));
+  // The largest magnitude as a tree (three dependent steps, not eight): a maximum is exact in any
+  // order, and fmaxf drops a NaN operand in any order alike.
+  const float m01 = fmaxf(fabsf(v[0]), fabsf(v[1])), m23 = fmaxf(fabsf(v[2]), fabsf(v[3]));
+  const float m45 = fmaxf(fabsf(v[4]), fabsf(v[5])), m67 = fmaxf(fabsf(v[6]), fabsf(v[7]));
+  float amax = fmaxf(fmaxf(m01, m23), fmaxf(m45, m67));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
   const float inv = xq_inv(amax);

@@ -466,7 +466,13 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
         fu.x_staged);
     __syncthreads();
     WO_CTA_MARK(1); // (trace builds) x staged
-    const float late_inv = late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
+    // The row's 1/rms for the epilogue. Tiled: the last warp (whose chunks are never more than warp
+    // 0's) computes it after its dots, while it waits at the CTA's barrier for the others, and
+    // leaves it in late_s; computed here, its shuffles and division ran between the staging's
+    // barrier and the first chunk's dots on every warp's chain. By warp: here, as each warp's
+    // groups end at their own times.
+    __shared__ float late_s;
+    float late_inv = tiled ? 1.0f : late_inv_rms(fu.norm_late, late_part, p.cols, fu.norm_eps);
     // The group's rows r_first, r_first + r_step, ... (and the 8-lane reductions' neighbours) from
     // part[] into y: linear_fused's epilogue, or SwiGLU. By warp the warp's whole group; tiled the
     // CTA's warps take turns at rows of 4.
@@ -588,8 +594,13 @@ __global__ void __launch_bounds__(kUnitWarps * 32, kUnitCtasPerSm)
     if (tiled) { // CTA-uniform
       if (tiled_early)
         cp_async_wait<0>(); // this thread's bias and residual copies (its warp may have no items)
-      __syncthreads();      // every warp's dots of the group are in part[], the copies too
-      WO_CTA_MARK(3);       // (trace builds) every warp's dots done
+      if (fu.norm_late && warp == kUnitWarps - 1) {
+        const float v = late_inv_rms(true, late_part, p.cols, fu.norm_eps); // (the whole warp: shuffles)
+        if (lane == 0) late_s = v;
+      }
+      __syncthreads(); // every warp's dots of the group are in part[], the copies too, late_s
+      if (fu.norm_late) late_inv = late_s;
+      WO_CTA_MARK(3); // (trace builds) every warp's dots done
       if (first_group < ug.n_groups) reduce_rows(first_group, warp * kRowsPerPass, kUnitWarps * kRowsPerPass);
       WO_CTA_MARK(0); // (trace builds) thread 0's rows stored
     }
