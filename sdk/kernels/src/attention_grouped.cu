@@ -428,7 +428,9 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const float *qt = q + t0 * k.q_stride + static_cast<int64_t>(h0) * hd;
     const int32_t pairs = hd / 2;
     for (int i = tid; i < G * pairs; i += kThreads) {
-      const int g = i / pairs, pi = i - g * pairs;
+      // (one row, kR == 1: G is 1, so g is 0 without a division, which was ~30 instructions of
+      // warp 0's chain before the queries' barrier: ncu source counters, H100)
+      const int g = kR == 1 ? 0 : i / pairs, pi = i - g * pairs;
       int32_t da, db;
       rope_pair_dims(k.fresh.rope, pi, da, db);
       float x0 = qt[g * hd + da], x1 = qt[g * hd + db];
@@ -583,16 +585,20 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 
   if (r.used == 1) { // the whole range: fold in the sink (a logit without a value) and normalize
     // (n_out is a multiple of 32 where k.staged is set: a warp's 32 outputs are one staged group)
+    // One row (kR == 1: R is 1, so G is 1 and i < hd): row 0, head h0, query t0 without the three
+    // integer divisions, ~90 instructions on the chain of the two warps that end the kernel (ncu
+    // source counters, H100: the depth-0 decode call of Qwen2.5's attention).
     for (int i = tid; i < n_out; i += kThreads) {
-      const int row = i / hd, d = i - row * hd;
-      const int32_t h = h0 + row % G;
+      const int row = kR == 1 ? 0 : i / hd, d = i - row * hd;
+      const int32_t h = h0 + (kR == 1 ? 0 : row % G);
+      const int64_t q_row = kR == 1 ? 0 : row / G;
       const float m = m_s[row], l = l_s[row];
       float big = k.sinks ? k.sinks[h] : -INFINITY;
       if (l > 0.0f) big = fmaxf(big, m);
       const float e = l > 0.0f ? expf(m - big) : 0.0f;
       const float denom = (k.sinks ? expf(k.sinks[h] - big) : 0.0f) + l * e;
       const float o[1] = {denom > 0.0f ? block_sum_at(i) * e * (1.0f / denom) : 0.0f};
-      out[(t0 + row / G) * k.out_stride + static_cast<int64_t>(h) * hd + d] = o[0];
+      out[(t0 + q_row) * k.out_stride + static_cast<int64_t>(h) * hd + d] = o[0];
       if (k.staged)
         wo::staged::write_group<1>(o, static_cast<int64_t>(h) * hd + d, true, k.staged, k.staged_cols);
     }
