@@ -112,6 +112,22 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
   }
 }
 
+// The register bound of a gemv_int8x_kernel instance (below). Plain instances (one weight): up to
+// 128 registers where the CTA's threads allow (the wide instance keeps 64), and the launch sizes
+// its grid by the CTAs that then fit an SM (int8x_ctas_fit). Why: bounded to 64 (four 8-warp CTAs
+// per SM) ptxas issued a lane's four Q5_0 parts' twenty 2-byte loads in two rounds, twelve before
+// the first dp4a and eight after it: two L2 latencies on each row's chain where one CTA per SM runs
+// anyway (Qwen2.5's o projection: 112 CTAs). Free, it takes 80 registers and issues all twenty
+// first (cuobjdump -sass). Stacked instances keep the bound: freed too, their q/k/v pass issues all
+// its loads first as well and gains at depth 0, but loses at 2048 (H100, one call, decode tok/s at
+// depth 0 / 2048: bounded 1673.3/1532.1, 1670.9/1529.2; plain free 1682.0/1531.4, 1680.1/1527.6;
+// stacked free 1686.0/1516.4, 1689.0/1521.0; both 1697.9/1510.8, 1694.8/1509.6).
+template <int kWarps, Int8xMode M> constexpr int int8x_max_regs() {
+  constexpr int fit = 65536 / (kWarps * 32) / 8 * 8; // one CTA per SM
+  constexpr int bound = 65536 / (kWarps * 32 * ((kInt8xCtasPerSm * kInt8xWarps) / kWarps)) / 8 * 8;
+  return M == Int8xMode::Plain ? (fit < 128 ? fit : 128) : bound;
+}
+
 // Variant 3 (one token per problem). Why: at batch 1 a GEMV must stream weights at HBM speed, and
 // the FP32 kernels above spend most of their time on instructions, not bytes: per 4-bit weight an
 // integer-to-float conversion (quarter rate), a scale multiply, an FMA and 8 bytes of FP32
@@ -130,21 +146,6 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 // DB != D (Stacked only): a mixed stack whose segments from seg.alt on are of type DB (Qwen2.5's
 // Q5_0 q and k with a Q8_0 v); a warp's row is of one type, so the branch is uniform per warp, and
 // each row's dot is the one its type's own launch computes (the same staging, split and sum).
-// The register bound of an instance. Plain instances (one weight): up to 128 registers where the
-// CTA's threads allow (the wide instance keeps 64), and the launch sizes its grid by the CTAs that
-// then fit an SM (int8x_ctas_fit). Why: bounded to 64 (four 8-warp CTAs per SM) ptxas issued a
-// lane's four Q5_0 parts' twenty 2-byte loads in two rounds, twelve before the first dp4a and
-// eight after it: two L2 latencies on each row's chain where one CTA per SM runs anyway (Qwen2.5's
-// o projection: 112 CTAs). Free, it takes 80 registers and issues all twenty first (cuobjdump
-// -sass). Stacked instances keep the bound: freed too, their q/k/v pass issues all its loads
-// first as well and gains at depth 0, but loses at 2048 (H100, one call, decode tok/s at depth
-// 0 / 2048: bounded 1673.3/1532.1, 1670.9/1529.2; plain free 1682.0/1531.4, 1680.1/1527.6;
-// stacked free 1686.0/1516.4, 1689.0/1521.0; both 1697.9/1510.8, 1694.8/1509.6).
-template <int kWarps, Int8xMode M> constexpr int int8x_max_regs() {
-  constexpr int fit = 65536 / (kWarps * 32) / 8 * 8; // one CTA per SM
-  constexpr int bound = 65536 / (kWarps * 32 * ((kInt8xCtasPerSm * kInt8xWarps) / kWarps)) / 8 * 8;
-  return M == Int8xMode::Plain ? (fit < 128 ? fit : 128) : bound;
-}
 template <class D, Int8xMode M, int kTerms, int kWarps, class DB = D>
 __global__ void __launch_bounds__(kWarps * 32) __maxnreg__((int8x_max_regs<kWarps, M>()))
     gemv_int8x_kernel(const GemvParams p, const Segments seg, const Fusion fu, const int ksplit) {
