@@ -85,6 +85,13 @@ __device__ void block_argmax(float &bv, int32_t &bi) {
   }
 }
 
+// The chosen id into the host's mapped slot, fenced so that an event recorded after the kernel
+// finds it written (publish_id_kernel, and the greedy argmax_kernel itself).
+__device__ inline void publish_id(int32_t id, int32_t *h_slot) {
+  *static_cast<volatile int32_t *>(h_slot) = id;
+  __threadfence_system();
+}
+
 // Greedy in one launch: each block reduces its strided share into its (value, id) partial, and the
 // block that finishes last (a ticket per launch, which that block resets to zero) reduces the
 // partials, writes the id, marks it seen and, given h_slot, publishes it to the host as
@@ -120,10 +127,7 @@ __global__ void argmax_kernel(const float *logits, uint8_t *seen, float penalty,
     *ticket = 0; // for the next launch (stream-ordered after this one)
     const int32_t id = bi == INT_MAX ? 0 : bi;
     choose(out_id, seen, id);
-    if (h_slot) {
-      *static_cast<volatile int32_t *>(h_slot) = id;
-      __threadfence_system();
-    }
+    if (h_slot) publish_id(id, h_slot);
   }
 }
 
@@ -133,8 +137,7 @@ __global__ void argmax_kernel(const float *logits, uint8_t *seen, float penalty,
 // write visible to the host; the fence orders it before the kernel's end.
 __global__ void publish_id_kernel(const int32_t *d_id, int32_t *h_slot) {
   pdl::enter();
-  *static_cast<volatile int32_t *>(h_slot) = *d_id;
-  __threadfence_system();
+  publish_id(*d_id, h_slot);
 }
 
 using BlockReduce = cub::BlockReduce<float, kThreads>;
