@@ -24,11 +24,9 @@
 
 #include <worker/cta_trace.cuh>
 #include <worker/env_switch.hpp>
+#include <worker/occupancy.hpp>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
-#include <utility>
 
 namespace wo::kernels::detail {
 namespace {
@@ -813,25 +811,20 @@ AttnKernel kernel_for(int32_t rows, int32_t head_dim) {
                    : kernel_for_rows<8>(head_dim);
 }
 
-// How many blocks of `kernel` the GPU holds at once (occupancy x SMs), asked once per instance and
-// shared-memory size; kTargetBlocks if the runtime cannot say.
+// How many blocks of `kernel` the GPU holds at once (occupancy x SMs; the occupancy asked once per
+// instance and shared-memory size); kTargetBlocks if the runtime cannot say.
 int64_t resident_blocks(AttnKernel kernel, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<AttnKernel, size_t>, int64_t> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto it = known.find({kernel, smem});
-  if (it != known.end()) return it->second;
-  int dev = 0, sms = 0, per_sm = 0;
-  int64_t n = kTargetBlocks;
-  if (cudaGetDevice(&dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) == cudaSuccess &&
-      per_sm > 0)
-    n = static_cast<int64_t>(per_sm) * sms;
-  else
-    (void)cudaGetLastError(); // not the next launch's status
-  known.emplace(std::make_pair(kernel, smem), n);
-  return n;
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      (void)cudaGetLastError(); // not the next launch's status
+      return 0;
+    }
+    return n;
+  }();
+  const int per_sm = wo::occupancy::ctas_per_sm(kernel, kThreads, smem);
+  return per_sm > 0 && sms > 0 ? static_cast<int64_t>(per_sm) * sms : kTargetBlocks;
 }
 
 bool preload_enabled() {

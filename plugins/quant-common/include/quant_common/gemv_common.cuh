@@ -8,6 +8,7 @@
 #include "quant_common/int8x_dots.cuh"
 
 #include <worker/cta_trace.cuh>
+#include <worker/occupancy.hpp>
 #include <worker/pdl.cuh>
 #include <worker/rms_norm.cuh>
 #include <worker/swiglu.cuh>
@@ -17,10 +18,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <type_traits>
-#include <utility>
 
 namespace wo::quant::dev {
 constexpr int kGemvWarps = 4;
@@ -470,24 +468,6 @@ inline bool int8x_wide() {
 inline int int8x_ctas_per_sm() {
   static const int v = static_cast<int>(env_int("WORKER_INT8X_CTAS_PER_SM", 1, 8, kInt8xCtasPerSm));
   return v;
-}
-
-// CTAs of `kernel` (threads, dynamic shared memory) that fit one SM, asked of the runtime once per
-// kernel and size (at least 1; kInt8xCtasPerSm if the runtime cannot say).
-template <class K> int int8x_ctas_fit(K kernel, int threads, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<const void *, size_t>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(reinterpret_cast<const void *>(kernel), smem);
-  const auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess || n < 1) {
-    (void)cudaGetLastError(); // not the next launch's status
-    n = kInt8xCtasPerSm;
-  }
-  known.emplace(key, n);
-  return n;
 }
 
 // Warps per row of gemv_int8x_kernel: the fewest of 1, 2, 4 that give each lane one step of

@@ -114,7 +114,7 @@ template <class D> __global__ void __launch_bounds__(kWideThreads) gemv_wide_ker
 
 // The register bound of a gemv_int8x_kernel instance (below). Plain instances (one weight): up to
 // 128 registers where the CTA's threads allow (the wide instance keeps 64), and the launch sizes
-// its grid by the CTAs that then fit an SM (int8x_ctas_fit). Why: bounded to 64 (four 8-warp CTAs
+// its grid by the CTAs that then fit an SM (wo::occupancy::ctas_per_sm). Why: bounded to 64 (four 8-warp CTAs
 // per SM) ptxas issued a lane's four Q5_0 parts' twenty 2-byte loads in two rounds, twelve before
 // the first dp4a and eight after it: two L2 latencies on each row's chain where one CTA per SM runs
 // anyway (Qwen2.5's o projection: 112 CTAs). Free, it takes 80 registers and issues all twenty
@@ -488,8 +488,9 @@ bool launch_int8x(const GemvParams &p, cudaStream_t s, const Segments &seg = {},
   const size_t smem = align16(int8x_smem_bytes(p.cols)) + norm_copy_bytes(fu, p.cols);
   // One wave: CTAs per SM as many as the instance's registers and shared memory let fit, at most
   // int8x_ctas_per_sm() (a plain instance may hold more registers than four CTAs per SM allow).
-  const int64_t per_sm =
-      wide ? 1 : std::min<int64_t>(int8x_ctas_per_sm(), int8x_ctas_fit(kernel, warps * 32, smem));
+  // (kInt8xCtasPerSm where the runtime cannot say)
+  const int fit_sm = wo::occupancy::ctas_per_sm(kernel, warps * 32, smem);
+  const int64_t per_sm = wide ? 1 : std::min(int8x_ctas_per_sm(), fit_sm > 0 ? fit_sm : kInt8xCtasPerSm);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ctas_of(warps), per_sm * device_sm_count())),
                   grid_y(problems));
   (void)wo::pdl::launch(kernel, grid, warps * 32, smem, s, p, seg, fu, ksplit);
