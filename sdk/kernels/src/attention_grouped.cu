@@ -12,7 +12,9 @@
 //            row's query does not see (causal, window) score -inf;
 //   softmax  one warp per row: the tile's max joins the running max, probabilities replace scores;
 //   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
-// The four warps' value sums are added in warp order. With one split the block writes the output.
+// The four warps' value sums are added in warp order. The one-row head_dim <= 64 decode instance
+// (Qwen2.5, gpt-oss) instead runs a softmax per warp over the keys it scored, with no barrier per
+// tile, and combines the warps' states at the end (kWarpSoftmax). With one split the block writes the output.
 // With several (decode), each writes its partial state (m, l, acc) to the workspace and one block
 // merges the states in split order (the bits do not depend on which split finished last, and no
 // merge kernel runs): in the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) split 0, reading
@@ -39,6 +41,8 @@ constexpr int kMergeBatch = 8;      // split states a merging thread loads at on
 // The instances whose split states are tagged words merged by split 0 (merge_tagged): one row of
 // head_dim <= 64 (Qwen2.5, gpt-oss). The host's split choice and the kernel's path both ask this.
 __host__ __device__ constexpr bool tagged_states(int kr, int hd) { return kr == 1 && hd <= 64; }
+// The instances whose warps each run their own softmax (kWarpSoftmax in grouped_attention): the same.
+__host__ __device__ constexpr bool warp_softmax(int kr, int hd) { return tagged_states(kr, hd); }
 // Room in red_s (below), in rows of the block's queries: kWarps for the merge's pass 2 and the value
 // sums; twice that for the tagged instances, whose merge_tagged needs kWarps x (hd + 2) floats.
 __host__ __device__ constexpr int merge_parts_cap(int kr, int hd) {
@@ -64,10 +68,11 @@ __host__ __device__ inline SmemLayout smem_layout(int rows, int hd, int kr) {
   SmemLayout s;
   s.q_len = (rows * hd + 3) / 4 * 4;
   s.q = 0;
-  s.p = s.q_len;                 // 2 x [kTile][kr]: scores, then probabilities; alternate tiles use alternate
-                                 // halves, so a tile's scores need not wait for the last one's values
-  s.stat = s.p + 2 * kTile * kr; // m, l, tile correction (even tiles), merge 1/denominator,
-                                 // tile correction (odd tiles): [5][kMaxRows]
+  // 2 x [kTile][kr]: scores, then probabilities; alternate tiles use alternate halves, so a tile's
+  // scores need not wait for the last one's values (none where each warp keeps its own: warp_softmax)
+  s.p = s.q_len;
+  // m, l, tile correction (even tiles), merge 1/denominator, tile correction (odd tiles): [5][kMaxRows]
+  s.stat = s.p + (warp_softmax(kr, hd) ? 0 : 2 * kTile * kr);
   s.e = s.stat + 5 * kMaxRows;   // [kr][kMaxSplits]: the merge's per-split factors
   s.red = s.e + kr * kMaxSplits; // [kWarps][q_len]: the warps' value sums, then the merge's parts
   s.total = s.red + merge_parts_cap(kr, hd) * s.q_len;
@@ -174,6 +179,26 @@ __device__ __forceinline__ bool tag_is(uint64_t w, unsigned tag) {
 }
 __device__ __forceinline__ float value_of(uint64_t w) { return __uint_as_float(static_cast<unsigned>(w)); }
 
+// One output of kWarps partial states (max m, denominator l, value sum a; l = 0: no key) combined in
+// warp order with the sink (a logit without a value; nullptr: none): merge_tagged's last step and
+// the one-split output of the warps' own softmax (kWarpSoftmax).
+__device__ __forceinline__ float combine_states(const float (&wm)[kWarps], const float (&wl)[kWarps],
+                                                const float (&wa)[kWarps], const float *sink) {
+  float big = sink ? *sink : -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    if (wl[w] > 0.0f) big = fmaxf(big, wm[w]);
+  float den = sink ? expf(*sink - big) : 0.0f, o = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    if (wl[w] > 0.0f) {
+      const float e = expf(wm[w] - big);
+      den += wl[w] * e;
+      o += wa[w] * e;
+    }
+  return den > 0.0f ? o / den : 0.0f;
+}
+
 // States a warp polls at once (Qwen2.5's 33 over four warps: 9, 8, 8, 8).
 constexpr int kPollStates = 9;
 
@@ -254,19 +279,7 @@ __device__ __forceinline__ void merge_tagged(const AttnConsts &k, const uint64_t
         const float *r = red_s + w * (hd + 2);
         wm[w] = r[hd], wl[w] = r[hd + 1], wa[w] = r[d];
       }
-      float big = k.sinks ? k.sinks[h] : -INFINITY;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-        if (wl[w] > 0.0f) big = fmaxf(big, wm[w]);
-      float den = k.sinks ? expf(k.sinks[h] - big) : 0.0f, o = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-        if (wl[w] > 0.0f) {
-          const float e = expf(wm[w] - big);
-          den += wl[w] * e;
-          o += wa[w] * e;
-        }
-      v[0] = den > 0.0f ? o / den : 0.0f;
+      v[0] = combine_states(wm, wl, wa, k.sinks ? k.sinks + h : nullptr);
       out_t[static_cast<int64_t>(h) * hd + d] = v[0];
     }
     if (k.staged) // (warp-uniform: hd % 32 == 0 where staged)
@@ -287,7 +300,15 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   __shared__ int64_t row_lo[kR], row_hi[kR];               // each row's visible keys (its query's)
   __shared__ float cs_s[kAttnMaxHeadDim];                  // fresh_on: the query position's RoPE factors
   constexpr bool kTagged = tagged_states(kR, 64 * kPairs); // (64 kPairs: the instance's widest head)
-  __shared__ unsigned epoch_s;                             // kTagged with splits: this call's epoch
+  // The one-row hd <= 64 instance (Qwen2.5, gpt-oss decode): each warp's own online softmax over its
+  // quarter of every tile (keys 16 w .. 16 w + 15, whose scores its lanes hold), values of the same
+  // keys, and the four warps' states (m, l, acc) combined once after the last tile. The one-warp
+  // softmax between two barriers per tile (scores through shared memory, probabilities back) was
+  // the longest stretch of the tile's chain, with three warps waiting at the barrier.
+  constexpr bool kWarpSoftmax = warp_softmax(kR, 64 * kPairs);
+  static_assert(kWarpSoftmax == (kR == 1 && kPairs == 1), "the instance whose warps' loops are below");
+  __shared__ float wm_s[kWarpSoftmax ? kWarps : 1], wl_s[kWarpSoftmax ? kWarps : 1]; // warps' m, l
+  __shared__ unsigned epoch_s; // kTagged with splits: this call's epoch
   // Settled positions (fresh_on): the keys, an unused split's exit and the RoPE factors before the
   // wait, off the chain a decode step waits on; otherwise all of it after.
   const bool early = k.fresh_on && k.positions_settled;
@@ -340,14 +361,16 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   for (int j = 0; j < kPairs; ++j)
     v_dims[j] = 2 * lane + 64 * j < hd;
   const int64_t k_tile_step = kTile * kv_row / 8, v_tile_step = kTile * kv_row / 2; // uint4 / half2
-  const int64_t v_row_step = kWarps * kv_row / 2; // half2 between this warp's value rows
+  // half2 between this warp's value rows (kWarpSoftmax: consecutive keys, its own)
+  const int64_t v_row_step = (kWarpSoftmax ? 1 : kWarps) * kv_row / 2;
+  const int v_key0 = kWarpSoftmax ? kKeysPerWarp * warp : warp; // this warp's first value row in a tile
   const uint4 *kp = nullptr;   // this thread's first key chunk of the tile (chunk 2 i at kp[2 i])
   const __half2 *vp = nullptr; // this lane's pair of the warp's first value row of the tile
   uint4 kraw[kChunks];
   __half2 vraw[kKeysPerWarp][kPairs];
   const auto point_at = [&](int64_t first_key) {
     kp = reinterpret_cast<const uint4 *>(kb + (first_key + kk_s) * kv_row) + half;
-    vp = reinterpret_cast<const __half2 *>(vb + (first_key + warp) * kv_row) + lane;
+    vp = reinterpret_cast<const __half2 *>(vb + (first_key + v_key0) * kv_row) + lane;
   };
   // A tile's loads (zeros past n_keys): this thread's key chunks, its warp's value rows.
   const auto load_keys = [&](int n_keys) {
@@ -360,7 +383,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     const __half2 *vr = vp;
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
-      const bool v_in = warp + kWarps * i < n_keys;
+      const bool v_in = v_key0 + (kWarpSoftmax ? 1 : kWarps) * i < n_keys;
 #pragma unroll
       for (int j = 0; j < kPairs; ++j)
         vraw[i][j] = v_in && v_dims[j] ? vr[32 * j] : __floats2half2_rn(0.0f, 0.0f);
@@ -392,9 +415,24 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       wo::pdl::prefetch_l2(vb + key * kv_row);
     }
   }
+  // kWarpSoftmax with a fresh query: thread i < hd / 2 holds pair i of it with the bias added (the
+  // bias before the wait, the query's values right after it), so that the query's L2 round trip
+  // runs beside the new K/V row's (write_fresh_row) instead of after that row's barrier.
+  const bool q_pair = kWarpSoftmax && k.fresh_on && tid < hd / 2;
+  int32_t qda = 0, qdb = 0;
+  float qa = 0.0f, qb = 0.0f;
+  if (q_pair) {
+    rope_pair_dims(k.fresh.rope, tid, qda, qdb);
+    if (k.fresh.q_bias) qa = k.fresh.q_bias[h0 * hd + qda], qb = k.fresh.q_bias[h0 * hd + qdb];
+  }
   if (early) {
     wo::pdl::enter();
     WO_CTA_WAITED();
+  }
+  if (q_pair) { // (bias_rotate_pair_cs's x + bias, the same bits)
+    const float *qt = q + t0 * k.q_stride + static_cast<int64_t>(h0) * hd;
+    qa = k.fresh.q_bias ? qt[qda] + qa : qt[qda];
+    qb = k.fresh.q_bias ? qt[qdb] + qb : qt[qdb];
   }
   // kTagged with several splits: this call's epoch, loaded after the wait (the previous call's split 0
   // advanced it) into thread 0's register and only handed to epoch_s at the state stores, so that the
@@ -414,6 +452,15 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   if (k.fresh_on && split == r.used - 1) {
     write_fresh_row(k, t0, kvh, cs_s);
     WO_CTA_MARK(0); // (trace builds) the new row written
+    // A preloaded first tile holds the new row as the cache had it: the row again, as written
+    // (its key chunks in the threads that hold them, all of its warp's value rows: reloading one
+    // row by index would put vraw in local memory), now, beside the queries' rotation and barrier.
+    if (preload && pos - r.lo < kTile) {
+      const int at = static_cast<int>(pos - r.lo),
+                n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo));
+      if (kk_s == at) load_keys(n_keys);
+      if (warp == (kWarpSoftmax ? at / kKeysPerWarp : at % kWarps)) load_values(n_keys);
+    }
   }
   if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f; // every row's state, keys or none
   __syncthreads();                                           // row_lo / row_hi, m_s / l_s
@@ -425,7 +472,13 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
                     // above, then the scale), before the tiles' loads
     const float *qt = q + t0 * k.q_stride + static_cast<int64_t>(h0) * hd;
     const int32_t pairs = hd / 2;
-    for (int i = tid; i < G * pairs; i += kThreads) {
+    if (kWarpSoftmax && q_pair) { // the pair loaded above (bias added)
+      float x0 = qa, x1 = qb;
+      bias_rotate_pair_cs(k.fresh.rope, tid, nullptr, qda, qdb, cs_s[2 * tid], cs_s[2 * tid + 1], x0, x1);
+      q_s[qda] = x0 * k.scale;
+      q_s[qdb] = x1 * k.scale;
+    }
+    for (int i = tid; !kWarpSoftmax && i < G * pairs; i += kThreads) {
       // (one row, kR == 1: G is 1, so g is 0 without a division, which was ~30 instructions of
       // warp 0's chain before the queries' barrier: ncu source counters, H100)
       const int g = kR == 1 ? 0 : i / pairs, pi = i - g * pairs;
@@ -445,6 +498,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll
     for (int i = 0; i < 2 * kPairs; ++i)
       acc[g][i] = 0.0f;
+  float m_w = -INFINITY, l_w = 0.0f; // kWarpSoftmax: this warp's running max and denominator
   if (!preload) point_at(lo);
   int odd = 0; // which half of p_s (and which tile correction) this tile uses
 #pragma unroll 1
@@ -454,15 +508,9 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     // Every load of the tile first (one memory latency per tile); on the first tile also the
     // queries (unless rotated above). The first tile of an early block is in registers already:
     // only the new position's row, if it is in that tile, is read again (as written above).
-    if (!preload || base != lo) {
+    if (!preload || base != lo) { // (a preloaded tile's new row was reloaded after it was written)
       load_keys(n_keys);
       load_values(n_keys);
-    } else if (split == r.used - 1 && pos >= base && pos - base < n_keys) {
-      // The new row again: its key chunks in the threads that hold them, and all of its warp's
-      // value rows (reloading one row by index would put vraw in local memory).
-      const int at = static_cast<int>(pos - base);
-      if (kk_s == at) load_keys(n_keys);
-      if (warp == at % kWarps) load_values(n_keys);
     }
     if (base == lo) {
       if (!k.fresh_on) {
@@ -500,6 +548,33 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll
       for (int g = 0; g < kR; ++g)
         s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
+      if constexpr (kWarpSoftmax) {
+        // Lanes 2 i and 2 i + 1 hold key 16 w + i's score (one query: every key of the tile lies
+        // in [lo, hi)); reductions over the pairs' lanes (xor 2 .. 16: the pair holds equal values).
+        const float sc = kk_s < n_keys ? s[0] : -INFINITY;
+        float mt = sc;
+#pragma unroll
+        for (int o = 2; o < 32; o <<= 1)
+          mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+        const float m_new = fmaxf(m_w, mt);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new; // (no key yet: nothing changes)
+        const float pk = expf(sc - m_use);
+        float sum = pk;
+#pragma unroll
+        for (int o = 2; o < 32; o <<= 1)
+          sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float corr = expf(m_w - m_use); // 0 before the warp's first key (m_w = -inf)
+        l_w = l_w * corr + sum;
+        m_w = m_new;
+        acc[0][0] *= corr, acc[0][1] *= corr;
+#pragma unroll
+        for (int i = 0; i < kKeysPerWarp; ++i) { // key 16 w + i: its probability from lane 2 i
+          const float pi = __shfl_sync(0xffffffffu, pk, 2 * i);
+          const float2 v = __half22float2(vraw[i][0]);
+          acc[0][0] += pi * v.x, acc[0][1] += pi * v.y;
+        }
+        continue; // no barrier: the warp's keys, probabilities and values are its own
+      }
       if (half == 0) {
         const int64_t j = base + kk_s;
 #pragma unroll
@@ -568,6 +643,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
           red_s[warp * L.q_len + g * hd + d + 1] = acc[g][2 * j + 1];
         }
       }
+  if constexpr (kWarpSoftmax)
+    if (lane == 0) wm_s[warp] = m_w, wl_s[warp] = l_w;
   if constexpr (kTagged)
     if (tid == 0) epoch_s = epoch;
   __syncthreads();
@@ -581,6 +658,19 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     return a;
   };
 
+  if (kWarpSoftmax && r.used == 1) { // the warps' states with the sink, normalized (one row: i < hd)
+    for (int d = tid; d < hd; d += kThreads) { // (whole warps where staged: hd % 32 == 0)
+      float wm[kWarps], wl[kWarps], wa[kWarps];
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        wm[w] = wm_s[w], wl[w] = wl_s[w], wa[w] = red_s[w * L.q_len + d];
+      const float o[1] = {combine_states(wm, wl, wa, k.sinks ? k.sinks + h0 : nullptr)};
+      out[t0 * k.out_stride + static_cast<int64_t>(h0) * hd + d] = o[0];
+      if (k.staged)
+        wo::staged::write_group<1>(o, static_cast<int64_t>(h0) * hd + d, true, k.staged, k.staged_cols);
+    }
+    return;
+  }
   if (r.used == 1) { // the whole range: fold in the sink (a logit without a value) and normalize
     // (n_out is a multiple of 32 where k.staged is set: a warp's 32 outputs are one staged group)
     // One row (kR == 1: R is 1, so G is 1 and i < hd): row 0, head h0, query t0 without the three
@@ -614,9 +704,29 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     // ever written by its own (query, head) row, under that row's rising tags (see store_tagged).
     uint64_t *ws64 = reinterpret_cast<uint64_t *>(k.ws) + (t * k.n_heads + h0) * kMaxSplits * state64;
     uint64_t *st = ws64 + split * state64; // (one row: G == 1)
-    for (int i = tid; i < n_out; i += kThreads)
-      store_tagged(st + i, block_sum_at(i), tag);
-    if (tid == 0) store_tagged(st + hd, m_s[0], tag), store_tagged(st + hd + 1, l_s[0], tag);
+    { // the block's state of the warps' (kWarpSoftmax): m their max, e_w = exp(m_w - m)
+      float m = -INFINITY, e[kWarps];
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        if (wl_s[w] > 0.0f) m = fmaxf(m, wm_s[w]);
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        e[w] = wl_s[w] > 0.0f ? expf(wm_s[w] - m) : 0.0f;
+      for (int i = tid; i < n_out; i += kThreads) {
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w)
+          a += red_s[w * L.q_len + i] * e[w];
+        store_tagged(st + i, a, tag);
+      }
+      if (tid == 0) {
+        float l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w)
+          l += wl_s[w] * e[w];
+        store_tagged(st + hd, m, tag), store_tagged(st + hd + 1, l, tag);
+      }
+    }
     if (split != 0) return;
     merge_tagged(k, ws64, state64, h0, r.used, tag, red_s, out + t * k.out_stride);
     if (tid == 0) store_epoch(k.counters + t * gridDim.y + blockIdx.y, tag);
