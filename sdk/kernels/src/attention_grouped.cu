@@ -14,12 +14,12 @@
 //   values   each warp a quarter of the tile's keys, each lane two dimensions (one half2 load) per 64.
 // The four warps' value sums are added in warp order. The one-row head_dim <= 64 decode instance
 // (Qwen2.5, gpt-oss) instead runs a softmax per warp over the keys it scored, with no barrier per
-// tile, and combines the warps' states at the end (kWarpSoftmax). With one split the block writes the output.
-// With several (decode), each writes its partial state (m, l, acc) to the workspace and one block
-// merges the states in split order (the bits do not depend on which split finished last, and no
-// merge kernel runs): in the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) split 0, reading
-// states whose every word carries the call's tag (merge_tagged); in the others the last split to
-// finish (a counter per query and block row of heads, which that block resets to zero).
+// tile, and combines the warps' states at the end (kWarpSoftmax). With one split the block writes
+// the output. With several (decode), each writes its partial state (m, l, acc) to the workspace
+// and one block merges the states in split order (the bits do not depend on which split finished
+// last, and no merge kernel runs): in the one-row head_dim <= 64 instance (Qwen2.5, gpt-oss) split
+// 0, reading states whose every word carries the call's tag (merge_tagged); in the others the last
+// split to finish (a counter per query and block row of heads, which that block resets to zero).
 #include "attention_common.cuh"
 
 #include <worker/staged_x.cuh>
