@@ -1,6 +1,7 @@
-// How many CTAs of a kernel one SM holds at once, for the launches that size a one-wave grid (the
-// SDK's decode attention, the quant codecs' int8 GEMV): asked of the runtime once per kernel,
-// block size and dynamic shared memory, and cached, since those launches ask on every call.
+// How many CTAs of a kernel one SM holds at once, and how many SMs the device has, for the launches
+// that size a one-wave grid (the SDK's decode attention, the quant codecs' GEMVs): asked of the
+// runtime once (per kernel, block size and dynamic shared memory) and cached, since those launches
+// ask on every call.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +12,22 @@
 #include <tuple>
 
 namespace wo::occupancy {
+
+// The current device's SM count, asked once per process (the worker drives one device); 0 where the
+// runtime cannot say (its error cleared, not left for the next launch). Each caller keeps its own
+// fallback for 0.
+inline int sm_count() {
+  static const int n = [] {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 0) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return sms;
+  }();
+  return n;
+}
 
 // CTAs of `kernel` (a __global__ function) per SM at `threads` threads and `smem` bytes of dynamic
 // shared memory; 0 where the runtime cannot say (its error cleared, not left for the next launch).

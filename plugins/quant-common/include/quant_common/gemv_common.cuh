@@ -419,15 +419,10 @@ template <class F> auto with_act_terms(F &&f) {
   return act_terms() == 1 ? f(std::integral_constant<int, 1>{}) : f(std::integral_constant<int, 2>{});
 }
 
+// The device's SM count for the grids sized by it; an H100's 132 where the runtime cannot say.
 inline int device_sm_count() {
-  static const int n = [] {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      return 132;
-    return sms;
-  }();
-  return n;
+  const int n = wo::occupancy::sm_count();
+  return n > 0 ? n : 132;
 }
 
 // Whether linear_fused's norm scales the dots by 1/rms instead of the staged row (Fusion::norm_late,
