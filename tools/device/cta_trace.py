@@ -18,8 +18,8 @@ Output:
   are 4 us apart): CTA count and entry / wait-return / exit (first, median, last) in us after the
   previous traced launch's last exit. Entry before 0: the CTA was resident while its predecessor
   ran (PDL); entry after 0: it waited for room on an SM.
-- per split decode attention launch: the other splits' exits, when split 0 saw every state, and
-  which block (z, in dispatch order) finished last.
+- per split decode attention launch: the other splits' exits, split 0's own wait return and keys
+  done, when it saw every state, and which block (z, in dispatch order) finished last.
 - marks per kernel class, us after each CTA's own wait return.
 """
 import statistics as st
@@ -116,15 +116,17 @@ def merges(launches):
             if len(m) != 1 or not others:
                 continue
             m = m[0]
-            heads.append((len(others), us(others[len(others) // 2]), us(others[-1]), us(m['m'][3]), us(m['t2']),
+            heads.append((len(others), us(others[len(others) // 2]), us(others[-1]), us(m['t1']),
+                          us(m['m'][2]) if m['m'][2] else float('nan'), us(m['m'][3]), us(m['t2']),
                           (m['m'][3] - others[-1]) / 1000.0))
             z = max((r['t2'], r['blk'] // gy) for r in hs if not r['m'][3])[1]
             last_z[z] = last_z.get(z, 0) + 1
     if not heads:
         return
     print('split decode attention, %d heads: us after the launch\'s median wait return (medians)' % len(heads))
-    print('  %.0f other splits: exit median %.2f, last %.2f; split 0 saw every state at %.2f, exit %.2f; '
-          'seen - last other exit %.2f' % tuple(st.median(c) for c in zip(*heads)))
+    print('  %.0f other splits: exit median %.2f, last %.2f; split 0: wait returned %.2f, own keys done '
+          '%.2f, saw every state at %.2f, exit %.2f; seen - last other exit %.2f'
+          % tuple(st.median(c) for c in zip(*heads)))
     meds = sorted(((st.median(v), z) for z, v in by_z.items()), reverse=True)
     print('  exit by block z (dispatch order), slowest: ' + ' '.join('z%d %.2f' % (z, t) for t, z in meds[:6]) +
           '; fastest: ' + ' '.join('z%d %.2f' % (z, t) for t, z in meds[-3:]))

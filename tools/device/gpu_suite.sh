@@ -19,11 +19,19 @@ export WORKER_ORCD_BIN=$D/bin/worker-orcd
 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 fail=0
+mkdir -p "$OUT"/logs
 for t in "$D"/bin/*gpu_test "$D"/bin/model_reference_test; do
-  echo "=== $(basename "$t")"
-  "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' | tail -40
+  n=$(basename "$t")
+  echo "=== $n"
+  # The whole output to $OUT/logs (a failure's message and its seed can sit far above the tail).
+  "$t" --gtest_brief=1 2>&1 | grep -vE '^\{"ts"' >"$OUT"/logs/"$n".txt
   rc=${PIPESTATUS[0]} # the binary's own status (grep finding no line is no failure)
-  [ "$rc" -ne 0 ] && { echo "!!! $(basename "$t") exited $rc"; fail=1; }
+  tail -40 "$OUT"/logs/"$n".txt
+  if [ "$rc" -ne 0 ]; then
+    echo "!!! $n exited $rc; its failures:"
+    grep -E -B2 -A8 'Failure|\[  FAILED  \]' "$OUT"/logs/"$n".txt | head -80
+    fail=1
+  fi
 done
 [ -n "${QUICK:-}" ] && { echo "suite exit $fail (QUICK: no e2e)"; exit $fail; }
 echo "=== e2e HTTP (qwen2-tiny-Q8_0)"
