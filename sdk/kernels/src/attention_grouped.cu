@@ -933,15 +933,7 @@ AttnKernel kernel_for(int32_t rows, int32_t head_dim) {
 // How many blocks of `kernel` the GPU holds at once (occupancy x SMs; the occupancy asked once per
 // instance and shared-memory size); kTargetBlocks if the runtime cannot say.
 int64_t resident_blocks(AttnKernel kernel, size_t smem) {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      (void)cudaGetLastError(); // not the next launch's status
-      return 0;
-    }
-    return n;
-  }();
+  const int sms = wo::occupancy::sm_count();
   const int per_sm = wo::occupancy::ctas_per_sm(kernel, kThreads, smem);
   return per_sm > 0 && sms > 0 ? static_cast<int64_t>(per_sm) * sms : kTargetBlocks;
 }
