@@ -707,10 +707,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   // kTagged: the same values as tagged 64-bit words, split 0 merging (merge_tagged).
   const int64_t t = t0;
   if constexpr (kTagged) {
-    const unsigned tag = epoch_s == 0xffffffffu ? 1u : epoch_s + 1u; // (never 0: see store_tagged)
+    const unsigned tag = epoch_s == 0xffffffffu ? 1u : epoch_s + 1u; // (never 0: see store_tagged2)
     const int64_t state64 = tagged_state_floats(hd) / 2;
     // Fixed rows of kMaxSplits states per (query, head), whatever the call's n_splits: a word is only
-    // ever written by its own (query, head) row, under that row's rising tags (see store_tagged).
+    // ever written by its own (query, head) row, under that row's rising tags (see store_tagged2).
     uint64_t *ws64 = reinterpret_cast<uint64_t *>(k.ws) + (t * k.n_heads + h0) * kMaxSplits * state64;
     uint64_t *st = ws64 + split * state64; // (one row: G == 1)
     { // the block's state of the warps' (kWarpSoftmax): m their max, e_w = exp(m_w - m)
