@@ -109,8 +109,10 @@ __device__ inline void unpack8(const uint4 raw, float f[8]) {
 
 // The new position's K row (bias, RoPE) and V row (bias) of KV head kvh into the cache, by the
 // block whose keys end there; the barrier makes them visible to its own loads that follow. cs: the
-// position's RoPE factors (c, s of pair i at 2i, 2i + 1), from this thread for its pairs.
-__device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t kvh, const float *cs) {
+// position's RoPE factors (c, s of pair i at 2i, 2i + 1), from this thread for its pairs. row_s
+// (nullptr: none): the same halves in shared memory too, K then V (2 hd), for a tile in registers.
+__device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t kvh, const float *cs,
+                                       __half *row_s) {
   const FreshQkv &f = k.fresh;
   const int32_t hd = k.head_dim, pos = k.positions[t];
   const int64_t kv_row = static_cast<int64_t>(k.n_kv_heads) * hd, head = static_cast<int64_t>(kvh) * hd;
@@ -122,10 +124,13 @@ __device__ inline void write_fresh_row(const AttnConsts &k, int64_t t, int32_t k
     float x0 = ks[da], x1 = ks[db];
     bias_rotate_pair_cs(f.rope, i, f.k_bias ? f.k_bias + head : nullptr, da, db, cs[2 * i], cs[2 * i + 1], x0,
                         x1);
-    kd[da] = __float2half_rn(x0), kd[db] = __float2half_rn(x1);
+    const __half k0 = __float2half_rn(x0), k1 = __float2half_rn(x1);
+    kd[da] = k0, kd[db] = k1;
     float v0 = vs[2 * i], v1 = vs[2 * i + 1];
     if (f.v_bias) v0 += f.v_bias[head + 2 * i], v1 += f.v_bias[head + 2 * i + 1];
-    vd[2 * i] = __float2half_rn(v0), vd[2 * i + 1] = __float2half_rn(v1);
+    const __half2 v = __floats2half2_rn(v0, v1);
+    reinterpret_cast<__half2 *>(vd)[i] = v;
+    if (row_s) row_s[da] = k0, row_s[db] = k1, reinterpret_cast<__half2 *>(row_s + hd)[i] = v;
   }
   __syncthreads();
 }
@@ -306,9 +311,11 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
   constexpr int kChunks = 4 * kPairs;          // 8-dimension chunks of a key per thread (of two)
   constexpr int kKeysPerWarp = kTile / kWarps; // value rows per warp per tile
   extern __shared__ float4 dyn_smem[];
-  __shared__ int64_t row_lo[kR], row_hi[kR];               // each row's visible keys (its query's)
-  __shared__ float cs_s[kAttnMaxHeadDim];                  // fresh_on: the query position's RoPE factors
-  constexpr bool kTagged = tagged_states(kR, 64 * kPairs); // (64 kPairs: the instance's widest head)
+  __shared__ int64_t row_lo[kR], row_hi[kR]; // each row's visible keys (its query's)
+  __shared__ float cs_s[kAttnMaxHeadDim];    // fresh_on: the query position's RoPE factors
+  __shared__ __align__(16)
+      __half new_row_s[kR == 1 && kPairs == 1 ? 2 * 64 : 8]; // the new K, V rows (preload)
+  constexpr bool kTagged = tagged_states(kR, 64 * kPairs);   // (64 kPairs: the instance's widest head)
   // The one-row hd <= 64 instance (Qwen2.5, gpt-oss decode): each warp's own online softmax over its
   // quarter of every tile (keys 16 w .. 16 w + 15, whose scores its lanes hold), values of the same
   // keys, and the four warps' states (m, l, acc) combined once after the last tile. The one-warp
@@ -394,8 +401,10 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     for (int i = 0; i < kKeysPerWarp; ++i, vr += v_row_step) {
       const bool v_in = v_key0 + (kWarpSoftmax ? 1 : kWarps) * i < n_keys;
 #pragma unroll
-      for (int j = 0; j < kPairs; ++j)
-        vraw[i][j] = v_in && v_dims[j] ? vr[32 * j] : __floats2half2_rn(0.0f, 0.0f);
+      for (int j = 0; j < kPairs; ++j) { // zeros first: a move after the load would wait for it
+        vraw[i][j] = __floats2half2_rn(0.0f, 0.0f);
+        if (v_in && v_dims[j]) vraw[i][j] = vr[32 * j];
+      }
     }
   };
   // Settled positions: the first tile's keys are cache rows of earlier steps (written two or more
@@ -459,16 +468,35 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 
   // (One query.) Every head part of the last split writes the row, the same bits, before it reads it.
   if (k.fresh_on && split == r.used - 1) {
-    write_fresh_row(k, t0, kvh, cs_s);
+    const bool in_tile = preload && pos - r.lo < kTile;
+    write_fresh_row(k, t0, kvh, cs_s, in_tile ? new_row_s : nullptr);
     WO_CTA_MARK(0); // (trace builds) the new row written
-    // A preloaded first tile holds the new row as the cache had it: the row again, as written
-    // (its key chunks in the threads that hold them, all of its warp's value rows: reloading one
-    // row by index would put vraw in local memory), now, beside the queries' rotation and barrier.
-    if (preload && pos - r.lo < kTile) {
-      const int at = static_cast<int>(pos - r.lo),
-                n_keys = static_cast<int>(min(static_cast<int64_t>(kTile), r.hi - r.lo));
-      if (kk_s == at) load_keys(n_keys);
-      if (warp == (kWarpSoftmax ? at / kKeysPerWarp : at % kWarps)) load_values(n_keys);
+    // A preloaded first tile holds the new row as the cache had it: the row as written, from
+    // shared memory (its key chunks in the threads that hold them, its value pair in each lane of
+    // the warp that holds it; an unrolled select, since an index would put vraw in local memory).
+    // Reloaded from the cache, the value loads' zero-fill (a move into each loaded register) held
+    // that warp for the loads' L2 round trip before the queries' barrier: depth 0, per-CTA trace,
+    // queries staged 0.83 us after the row.
+    if (in_tile) {
+      const int at = static_cast<int>(pos - r.lo);
+      if (kk_s == at) {
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i)
+          kraw[i] = half + 2 * i < n_chunks ? reinterpret_cast<const uint4 *>(new_row_s)[half + 2 * i]
+                                            : make_uint4(0, 0, 0, 0);
+      }
+      if (warp == (kWarpSoftmax ? at / kKeysPerWarp : at % kWarps)) {
+        const __half2 v = v_dims[0] ? reinterpret_cast<const __half2 *>(new_row_s + hd)[lane]
+                                    : __floats2half2_rn(0.0f, 0.0f);
+#pragma unroll
+        for (int i = 0; i < kKeysPerWarp; ++i) {
+          const bool here = i == (kWarpSoftmax ? at % kKeysPerWarp : at / kWarps);
+          const unsigned a = *reinterpret_cast<const unsigned *>(&vraw[i][0]),
+                         b = *reinterpret_cast<const unsigned *>(&v);
+          const unsigned c = here ? b : a;
+          vraw[i][0] = *reinterpret_cast<const __half2 *>(&c);
+        }
+      }
     }
   }
   if (tid < kMaxRows) m_s[tid] = -INFINITY, l_s[tid] = 0.0f; // every row's state, keys or none
@@ -516,8 +544,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
     float *const pt = p_s + odd * kTile * kR, *const ct = odd ? c_odd_s : c_s;
     // Every load of the tile first (one memory latency per tile); on the first tile also the
     // queries (unless rotated above). The first tile of an early block is in registers already:
-    // only the new position's row, if it is in that tile, is read again (as written above).
-    if (!preload || base != lo) { // (a preloaded tile's new row was reloaded after it was written)
+    // only the new position's row, if it is in that tile, was taken from shared memory above.
+    if (!preload || base != lo) { // (a preloaded tile holds the new row as written)
       load_keys(n_keys);
       load_values(n_keys);
     }
