@@ -204,13 +204,19 @@ __device__ __forceinline__ float combine_states(const float (&wm)[kWarps], const
 #pragma unroll
   for (int w = 0; w < kWarps; ++w)
     if (wl[w] > 0.0f) big = fmaxf(big, wm[w]);
+  // Every factor first, with no branch (expf(-inf) = 0 stands in for an empty state, whose terms
+  // stay left out below): behind a branch per state, each expf waited for the one before it (the
+  // SASS: merge_tagged's nine factors in one chain, and four here and at the state's store).
+  float e[kWarps];
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    e[w] = expf(wl[w] > 0.0f ? wm[w] - big : -INFINITY);
   float den = sink ? expf(*sink - big) : 0.0f, o = 0.0f;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w)
     if (wl[w] > 0.0f) {
-      const float e = expf(wm[w] - big);
-      den += wl[w] * e;
-      o += wa[w] * e;
+      den += wl[w] * e[w];
+      o += wa[w] * e[w];
     }
   return den > 0.0f ? o / den : 0.0f;
 }
@@ -264,12 +270,15 @@ __device__ __forceinline__ void merge_tagged(const AttnConsts &k, const uint64_t
     const float m_use = m_new == -INFINITY ? 0.0f : m_new;
     const float c = expf(m - m_use); // 0 before the first non-empty state (m = -inf)
     l *= c, acc0 *= c, acc1 *= c;
+    float e[kPollStates]; // every factor first, with no branch (see combine_states)
+#pragma unroll
+    for (int j = 0; j < kPollStates; ++j)
+      e[j] = expf(first + kWarps * j < used && sl[j] > 0.0f ? sm[j] - m_use : -INFINITY);
 #pragma unroll
     for (int j = 0; j < kPollStates; ++j)
       if (first + kWarps * j < used && sl[j] > 0.0f) {
-        const float e = expf(sm[j] - m_use);
-        l += sl[j] * e;
-        if (dims) acc0 += value_of(a[j][0]) * e, acc1 += value_of(a[j][1]) * e;
+        l += sl[j] * e[j];
+        if (dims) acc0 += value_of(a[j][0]) * e[j], acc1 += value_of(a[j][1]) * e[j];
       }
     m = m_new;
   }
@@ -747,8 +756,8 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
       for (int w = 0; w < kWarps; ++w)
         if (wl_s[w] > 0.0f) m = fmaxf(m, wm_s[w]);
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-        e[w] = wl_s[w] > 0.0f ? expf(wm_s[w] - m) : 0.0f;
+      for (int w = 0; w < kWarps; ++w) // (no branch: see combine_states)
+        e[w] = expf(wl_s[w] > 0.0f ? wm_s[w] - m : -INFINITY);
       for (int i = 2 * tid; i < n_out; i += 2 * kThreads) { // (n_out = hd, even)
         float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
