@@ -575,8 +575,29 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
 #pragma unroll
       for (int g = 0; g < kR; ++g)
         s[g] = 0.0f;
+      if constexpr (kWarpSoftmax) {
+        // (One row.) Every chunk's dot first, then summed in chunk order under the same condition
+        // (the same bits): behind a branch per chunk, each chunk's query loads and FMA chain waited
+        // for the chunk before it (the SASS: four blocks in series, ~0.4 us from the queries'
+        // barrier to the scores in the per-CTA trace). A chunk past head_dim reads chunk 0 of the
+        // query against its zero-filled key chunk, and is left out of the sum.
+        float d[kChunks];
 #pragma unroll
-      for (int i = 0; i < kChunks; ++i) {
+        for (int i = 0; i < kChunks; ++i) {
+          const int c = half + 2 * i < n_chunks ? half + 2 * i : 0;
+          float kf[8];
+          unpack8(kraw[i], kf);
+          const float4 *qq = reinterpret_cast<const float4 *>(q_s + 8 * c);
+          const float4 a = qq[0], b = qq[1];
+          d[i] = a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] +
+                 b.z * kf[6] + b.w * kf[7];
+        }
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i)
+          if (half + 2 * i < n_chunks) s[0] += d[i];
+      }
+#pragma unroll
+      for (int i = 0; i < kChunks && !kWarpSoftmax; ++i) {
         const int c = half + 2 * i;
         if (c < n_chunks) {
           float kf[8];
