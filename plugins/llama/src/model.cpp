@@ -65,8 +65,9 @@ Model::Model(const wo_host *host, const wo_arch_config &cfg)
     throw Error(WO_ERR_NO_DEVICE, "llama plugin: the host offers no device services (linear, gather_rows, "
                                   "vram_alloc); expected a GPU host");
   // The side branch pays where gate and up fit L2 beside everything else in flight (Qwen2.5-0.5B's
-  // 6 MB of 50 MB: +1.3% / +1.5% decode at depth 0 / 2048); Phi-3-mini's 28 MB took DRAM from its
-  // depth-2048 attention (-17%). H100, docs/perf.md.
+  // 6 MB of 50 MB: +1.3% / +1.5% decode at depth 0 / 2048 when it came; with 9a8afd3's attention
+  // +1.0-1.4% at depth 0, -0.8% to +0.3% at 512-2048, +0.9% at 4096, so still on at every depth);
+  // Phi-3-mini's 28 MB took DRAM from its depth-2048 attention (-17%). H100, docs/perf.md.
   const int64_t side = wo::env_int("WORKER_L2_SIDE", 0, 1, -1);
   if (side == 1)
     l2_side_ = true;
