@@ -17,9 +17,9 @@ Standard library only.
 """
 import argparse
 import re
-import shutil
-import subprocess
 import sys
+
+from cuobjdump_run import cuobjdump
 
 FUNCTION = re.compile(r"^\s*Function : (\S+)")
 INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?")
@@ -51,15 +51,8 @@ def main():
     ap.add_argument("--filter", default="", help="only kernels whose mangled name matches this regex")
     ap.add_argument("--all", action="store_true", help="also the kernels with neither kind")
     a = ap.parse_args()
-    tool = shutil.which("cuobjdump")
-    if not tool:
-        sys.exit("sass_memory_ops: cuobjdump is not on PATH (CUDA toolkit, or pip download "
-                 "nvidia-cuda-cuobjdump and unpack its bin/)")
-    run = subprocess.run([tool, "-sass", a.binary], capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit(f"sass_memory_ops: cuobjdump -sass {a.binary} failed: {run.stderr.strip()}")
     pattern = re.compile(a.filter)
-    kernels = [k for k in count(run.stdout) if pattern.search(k[0])]
+    kernels = [k for k in count(cuobjdump("sass_memory_ops", "-sass", a.binary)) if pattern.search(k[0])]
     if not kernels:
         sys.exit(f"sass_memory_ops: no kernel of {a.binary} matches '{a.filter}'")
     print(f"{'generic':>7} {'local':>6} {'instr':>6}  kernel")

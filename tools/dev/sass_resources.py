@@ -17,20 +17,17 @@ Standard library only.
 """
 import argparse
 import re
-import shutil
-import subprocess
 import sys
+
+from cuobjdump_run import cuobjdump
 
 FUNCTION = re.compile(r"Function (\S+):")
 RESOURCES = re.compile(r"REG:(\d+) STACK:(\d+)")
 
 
-def resources(tool, binary):
-    run = subprocess.run([tool, "-res-usage", binary], capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit(f"sass_resources: cuobjdump -res-usage {binary} failed: {run.stderr.strip()}")
+def resources(binary):
     found, name = {}, None
-    for line in run.stdout.splitlines():
+    for line in cuobjdump("sass_resources", "-res-usage", binary).splitlines():
         m = FUNCTION.search(line)
         if m:
             name = m.group(1)
@@ -54,19 +51,15 @@ def main():
     ap.add_argument("other", nargs="?")
     ap.add_argument("--filter", default="", help="only kernels whose mangled name matches this regex")
     a = ap.parse_args()
-    tool = shutil.which("cuobjdump")
-    if not tool:
-        sys.exit("sass_resources: cuobjdump is not on PATH (CUDA toolkit, or pip download "
-                 "nvidia-cuda-cuobjdump and unpack its bin/)")
     keep = re.compile(a.filter)
-    first = {k: v for k, v in resources(tool, a.binary).items() if keep.search(k)}
+    first = {k: v for k, v in resources(a.binary).items() if keep.search(k)}
     if a.other is None:
         for k in sorted(first):
             print(f"{text(first[k])}  {k}")
         print(f"{len(first)} kernels; most registers {max((v[0] for v in first.values()), default=0)}, "
               f"most stack {max((v[1] for v in first.values()), default=0)} bytes")
         return
-    second = {k: v for k, v in resources(tool, a.other).items() if keep.search(k)}
+    second = {k: v for k, v in resources(a.other).items() if keep.search(k)}
     changed = 0
     for k in sorted(set(first) | set(second)):
         if first.get(k) != second.get(k):
