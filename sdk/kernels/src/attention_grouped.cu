@@ -107,6 +107,14 @@ __device__ inline void unpack8(const uint4 raw, float f[8]) {
   }
 }
 
+// A query chunk's dot with a key chunk: 8 values at q (16-byte aligned) against unpack8's kf, in
+// one fixed order, so that both score loops (grouped_attention) give the same bits.
+__device__ __forceinline__ float dot8(const float *q, const float (&kf)[8]) {
+  const float4 a = reinterpret_cast<const float4 *>(q)[0], b = reinterpret_cast<const float4 *>(q)[1];
+  return a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] + b.z * kf[6] +
+         b.w * kf[7];
+}
+
 // The new position's K row (bias, RoPE) and V row (bias) of KV head kvh into the cache, by the
 // block whose keys end there; the barrier makes them visible to its own loads that follow. cs: the
 // position's RoPE factors (c, s of pair i at 2i, 2i + 1), from this thread for its pairs. row_s
@@ -270,13 +278,16 @@ __device__ __forceinline__ void merge_tagged(const AttnConsts &k, const uint64_t
     const float m_use = m_new == -INFINITY ? 0.0f : m_new;
     const float c = expf(m - m_use); // 0 before the first non-empty state (m = -inf)
     l *= c, acc0 *= c, acc1 *= c;
+    bool on[kPollStates]; // batch state j exists and holds keys
     float e[kPollStates]; // every factor first, with no branch (see combine_states)
 #pragma unroll
-    for (int j = 0; j < kPollStates; ++j)
-      e[j] = expf(first + kWarps * j < used && sl[j] > 0.0f ? sm[j] - m_use : -INFINITY);
+    for (int j = 0; j < kPollStates; ++j) {
+      on[j] = first + kWarps * j < used && sl[j] > 0.0f;
+      e[j] = expf(on[j] ? sm[j] - m_use : -INFINITY);
+    }
 #pragma unroll
     for (int j = 0; j < kPollStates; ++j)
-      if (first + kWarps * j < used && sl[j] > 0.0f) {
+      if (on[j]) {
         l += sl[j] * e[j];
         if (dims) acc0 += value_of(a[j][0]) * e[j], acc1 += value_of(a[j][1]) * e[j];
       }
@@ -587,15 +598,14 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
           const int c = half + 2 * i < n_chunks ? half + 2 * i : 0;
           float kf[8];
           unpack8(kraw[i], kf);
-          const float4 *qq = reinterpret_cast<const float4 *>(q_s + 8 * c);
-          const float4 a = qq[0], b = qq[1];
-          d[i] = a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] +
-                 b.z * kf[6] + b.w * kf[7];
+          d[i] = dot8(q_s + 8 * c, kf);
         }
 #pragma unroll
         for (int i = 0; i < kChunks; ++i)
           if (half + 2 * i < n_chunks) s[0] += d[i];
       }
+      // The other instances. (A loop bound, not an else: as an else, ptxas allocated the one-row
+      // instance's registers differently, and its SASS would no longer be the one measured.)
 #pragma unroll
       for (int i = 0; i < kChunks && !kWarpSoftmax; ++i) {
         const int c = half + 2 * i;
@@ -604,12 +614,7 @@ __device__ __forceinline__ void grouped_attention(const float *q, const __half *
           unpack8(kraw[i], kf);
 #pragma unroll
           for (int g = 0; g < kR; ++g)
-            if (g < R) {
-              const float4 *qq = reinterpret_cast<const float4 *>(q_s + g * hd + 8 * c);
-              const float4 a = qq[0], b = qq[1];
-              s[g] += a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] + b.y * kf[5] +
-                      b.z * kf[6] + b.w * kf[7];
-            }
+            if (g < R) s[g] += dot8(q_s + g * hd + 8 * c, kf);
         }
       }
 #pragma unroll
